@@ -7444,6 +7444,12 @@ def _join(where, key):
     return "%s.%s" % (where, key) if where else key
 
 
+def _close_match(word, choices, cutoff=0.6):
+    """The one of `choices` most like `word`, for a did-you-mean hint; None when none is close."""
+    import difflib
+    return next(iter(difflib.get_close_matches(word, choices, 1, cutoff)), None)
+
+
 def read_answers(loader, spec, where):
     """A tool's `answers` ([{"prompt": regex, "answer": text}]: questions answered without asking) as (pattern, text)."""
     try:
@@ -7459,10 +7465,7 @@ def read_script_folder(loader, entry, where, runner, settings, log, separator, s
         entry = {"path": entry}
     loader.keys(entry, _SCRIPTS_KEYS, where)
     root = loader.folder_path(loader.get(entry, "path", str, where, ""), _join(where, "path"))
-    globs = {key: loader.get(entry, key, list, where, []) for key in ("include", "exclude")}
-    for key, patterns in globs.items():
-        if not all(isinstance(p, str) for p in patterns):
-            raise loader.error(_join(where, key), "expected a list of glob strings")
+    globs = {key: loader.strings(entry, key, where, "expected a list of glob strings", []) for key in ("include", "exclude")}
     return ScriptDirectory(root, runner, settings, log, separator=separator, **globs, **(script_options or {}))
 
 
@@ -7471,16 +7474,6 @@ def read_skill_folder(loader, root, where):
     if not isinstance(root, str):
         raise loader.error(where, "expected a folder path (text)")
     return loader.folder_path(root, where)
-
-
-def warn_unclosed_fields(path, tools, resources, log: Log):
-    """A `{name` no `}` closes in a tool's or resource's command: literal text, where a field was meant."""
-    for where, source in [("tools[%d] `%s`" % (index, tool.name), tool.spec.template.source) for index, tool in
-                          enumerate(tools)] + [("resources[%d] `%s`" % (index, resource.uri), resource.template.source)
-                                               for index, resource in enumerate(resources)]:
-        warning = unclosed_warning(" ".join(source).split())
-        if warning:
-            log.warning("%s: %s: its command: %s", path, where, warning)
 
 
 def read_max_text(loader, obj, where, default=None):
@@ -7516,9 +7509,7 @@ def read_rules(loader, obj, where):
 
 def read_tool_search(loader, data):
     """(toolSearch, toolSearchThreshold, toolSearchPin) of a config file."""
-    pins = loader.get(data, "toolSearchPin", list, "", [])
-    if not all(isinstance(pin, str) for pin in pins):
-        raise loader.error("toolSearchPin", "expected a list of glob strings (\"time__*\")")
+    pins = loader.strings(data, "toolSearchPin", "", "expected a list of glob strings (\"time__*\")", [])
     return (loader.choice(data, "toolSearch", TOOL_SEARCH_MODES, ""),
             loader.get(data, "toolSearchThreshold", int, "", TOOL_SEARCH_THRESHOLD), pins)
 
@@ -7547,10 +7538,8 @@ def read_sign_in(loader, data):
     when it has neither."""
     plan = loader.get(data, "signIn", dict, "")
     people = loader.get(data, "people", dict, "")
-    admins = loader.get(data, "admins", list, "")
-    if admins is not None and not all(isinstance(a, str) and a for a in admins):
-        raise loader.error("admins", "expected a list of who may use the manager tools: subjects, emails, "
-                           "\"group:NAME\" or \"scope:NAME\"")
+    admins = loader.strings(data, "admins", "", "expected a list of who may use the manager tools: subjects, emails, "
+                            "\"group:NAME\" or \"scope:NAME\"", blank=False)
     if plan is None and people is None:
         if admins is not None:
             raise loader.error("admins", "names who of the signed-in people may use the manager tools: the config "
@@ -7563,9 +7552,7 @@ def read_sign_in(loader, data):
         plan[key] = value and loader.expand(value, "signIn." + key)
         if key in ("issuer", "audience", "introspection") and value and not re.match(r"https?://[^/?#\s]+", plan[key]):
             raise loader.error("signIn." + key, "expected an https URL, not %s" % json.dumps(value))
-    plan["scopes"] = loader.get(plan, "scopes", list, "signIn", [])
-    if not all(isinstance(scope, str) for scope in plan["scopes"]):
-        raise loader.error("signIn.scopes", "expected a list of scope names every token must hold")
+    plan["scopes"] = loader.strings(plan, "scopes", "signIn", "expected a list of scope names every token must hold", [])
     if plan["introspection"] and not plan["clientId"]:  # clientId alone: the client of a token exchange (RFC 8693)
         raise loader.error("signIn", "opaque tokens need `introspection` (the RFC 7662 endpoint) and `clientId` "
                            "(with `clientSecret`) together")
@@ -7577,12 +7564,11 @@ def read_sign_in(loader, data):
         if not isinstance(entry, dict):
             raise loader.error(where, "expected {\"tokenSha256\": HEX, \"groups\": [...]}")
         loader.keys(entry, PERSON_KEYS, where)
-        digest, groups = loader.get(entry, "tokenSha256", str, where, ""), loader.get(entry, "groups", list, where, [])
+        digest = loader.get(entry, "tokenSha256", str, where, "")
+        groups = loader.strings(entry, "groups", where, "expected a list of group names", [])
         if not re.fullmatch(r"[0-9a-fA-F]{64}", digest) or not name:
             raise loader.error(_join(where, "tokenSha256"), "expected the SHA-256 of the person's token, 64 hex digits "
                                "(e.g. printf %%s \"$TOKEN\" | sha256sum)")
-        if not all(isinstance(g, str) for g in groups):
-            raise loader.error(_join(where, "groups"), "expected a list of group names")
         plan["people"][name] = (digest.lower(), groups, loader.get(entry, "email", str, where))
     plan["admins"] = admins or []
     return plan
@@ -8032,8 +8018,7 @@ def _read_overrides(loader, entry, where):
     """The `overrides` of a server entry or a namespace: [(tool name or glob, override, "file: key")], each checked
     for what the tool's schema is not needed for (CuratedTool checks the rest when the tools are listed)."""
     found = []
-    for pattern, override in loader.get(entry, "overrides", dict, where, {}).items():
-        here = _join(where, "overrides.%s" % pattern)
+    for pattern, override, here in loader.members(entry, "overrides", where):
         if not pattern:
             raise loader.error(_join(where, "overrides"), 'a tool name or glob, not ""')
         loader.keys(override, _OVERRIDE_KEYS, here)
@@ -8045,8 +8030,7 @@ def _read_overrides(loader, entry, where):
         for key in ("annotations", "_meta", "arguments"):
             loader.get(override, key, dict, here)
         names = {}
-        for argument, change in override.get("arguments", {}).items():
-            there = _join(here, "arguments.%s" % argument)
+        for argument, change, there in loader.members(override, "arguments", here):
             loader.keys(change, _ARGUMENT_KEYS, there)
             for key, kind in (("name", str), ("description", str), ("hidden", bool)):
                 loader.get(change, key, kind, there)
@@ -8182,6 +8166,10 @@ class UpstreamPlan:
         self.specs, self.namespaces, self.default, self.default_key = specs, namespaces, default, default_key
         self.permissions = permissions or {}  # (namespace, server id, tool) -> enabled: toolPermissions
 
+    def every_server(self):
+        """This plan without its namespaces: every server, whichever namespace a client picks."""
+        return UpstreamPlan(self.specs, {}, None, self.default_key, self.permissions)
+
     def denial(self, namespace, spec, tool, names=()):
         """Why `tool` of `spec` is denied in `namespace` (None: it is allowed); `names`: its curated name too.
 
@@ -8254,13 +8242,8 @@ _FILTER_KEYS = ("allow", "deny")
 def _read_filter(loader, entry, where):
     tools = loader.get(entry, "tools", dict, where, {})
     loader.keys(tools, _FILTER_KEYS, _join(where, "tools"))
-    lists = []
-    for key in _FILTER_KEYS:
-        patterns = loader.get(tools, key, list, _join(where, "tools"), [])
-        if not all(isinstance(p, str) for p in patterns):
-            raise loader.error(_join(where, "tools.%s" % key), "expected a list of glob patterns (strings)")
-        lists.append(patterns)
-    return tuple(lists)
+    return tuple(loader.strings(tools, key, _join(where, "tools"), "expected a list of glob patterns (strings)", [])
+                 for key in _FILTER_KEYS)
 
 
 _SERVER_KEYS = tuple(("command args cwd env type url headers disabled eager startupTimeout toolTimeout maxConcurrency "
@@ -8295,10 +8278,9 @@ def _read_oauth(loader, spec: UpstreamSpec, entry, where):
     block = {_OAUTH_ALIASES.get(key, key): value for key, value in block.items()}  # client_id: mcp-studio's spelling
     for key in block:
         if key not in OAUTH_KEYS:
-            import difflib
-            close = difflib.get_close_matches(key, OAUTH_KEYS, 1, 0.6)
+            close = _close_match(key, OAUTH_KEYS)
             raise loader.error(_join(where, "oauth.%s" % key), "unknown key%s; known: %s" % (
-                " (did you mean `%s`?)" % close[0] if close else "", ", ".join(OAUTH_KEYS)))
+                " (did you mean `%s`?)" % close if close else "", ", ".join(OAUTH_KEYS)))
     settings = {}
     for key, kinds in OAUTH_KEYS.items():
         value = loader.get(block, key, kinds, _join(where, "oauth"))
@@ -8321,8 +8303,7 @@ def _read_headers(loader, spec: UpstreamSpec, entry, where):
     """`headers` (${VAR} expanded), and mcp-studio's http_headers, env_http_headers (header -> variable) and
     bearer_token_env_var: kept as secrets (Authorization and API keys, above all)."""
     headers = dict(loader.get(entry, "http_headers", dict, where, {}))
-    for header, variable in loader.get(entry, "env_http_headers", dict, where, {}).items():
-        here = _join(where, "env_http_headers.%s" % header)
+    for header, variable, here in loader.members(entry, "env_http_headers", where):
         if not isinstance(variable, str) or not variable:
             raise loader.error(here, "expected the name of an environment variable")
         if loader.environ.get(variable) is None:
@@ -8351,10 +8332,9 @@ def _read_server(loader, spec: UpstreamSpec, entry, where, base_timeout):
                            % _type_name(entry))
     for key in entry:  # keys of other clients (autoApprove, timeout, ...) are accepted as they are
         if key not in _SERVER_KEYS and key not in _OAUTH_KEYS:
-            import difflib
-            close = difflib.get_close_matches(key, _SERVER_KEYS, 1, 0.8)
+            close = _close_match(key, _SERVER_KEYS, 0.8)
             if close:
-                raise loader.error(_join(where, key), "unknown key (did you mean `%s`?)" % close[0])
+                raise loader.error(_join(where, key), "unknown key (did you mean `%s`?)" % close)
     spec.disabled = loader.get(entry, "disabled", bool, where, False) or not loader.get(entry, "enabled", bool, where, True)
     spec.rules = read_rules(loader, entry, where)
     spec.eager = loader.get(entry, "eager", bool, where, False) or loader.get(entry, "autostart", bool, where, False)
@@ -8388,10 +8368,7 @@ def _read_server(loader, spec: UpstreamSpec, entry, where, base_timeout):
         if not spec.command.strip():
             raise loader.error(_join(where, "command"), "is empty")
     for index, arg in enumerate(loader.get(entry, "args", list, where, [])):
-        here = _join(where, "args[%d]" % index)
-        if not isinstance(arg, (str, int, float)) or isinstance(arg, bool):
-            raise loader.error(here, "expected a string")
-        spec.args.append(loader.expand(str(arg), here))
+        spec.args.append(loader.text(arg, _join(where, "args[%d]" % index)))
     problem = None if spec.url else exec_problem([spec.command] + spec.args, cwd=entry.get("cwd"), batch=False)
     if problem is not None:  # reported by check and status too, not only when the server is started
         raise loader.error(where, problem)
@@ -8436,9 +8413,7 @@ def _read_server(loader, spec: UpstreamSpec, entry, where, base_timeout):
         raise loader.error(where, "${person.%s} is a signed-in person's own secret: set \"isolation\": \"user\" "
                            "(or \"session\"), so that each person's server gets theirs" % spec.person_names()[0])
     spec.allow, spec.deny = _read_filter(loader, entry, where)
-    spec.denied_tools = loader.get(entry, "deniedTools", list, where, [])
-    if not all(isinstance(name, str) for name in spec.denied_tools):
-        raise loader.error(_join(where, "deniedTools"), "expected a list of tool names (strings)")
+    spec.denied_tools = loader.strings(entry, "deniedTools", where, "expected a list of tool names (strings)", [])
     spec.overrides = _read_overrides(loader, entry, where)
     _read_oauth(loader, spec, entry, where)
 
@@ -8471,10 +8446,9 @@ def read_upstreams(loader, data, base_timeout) -> UpstreamPlan:
             raise loader.error(here, "expected a server key (a string)")
         spec = next((s for s in specs if member in (s.key, s.id)), None)
         if not spec:
-            import difflib
-            close = difflib.get_close_matches(member, [s.key for s in specs], 1, 0.6)
+            close = _close_match(member, [s.key for s in specs])
             raise loader.error(here, "no server %s is configured%s" % (json.dumps(member), (
-                " (did you mean %s?)" % json.dumps(close[0])) if close else
+                " (did you mean %s?)" % json.dumps(close)) if close else
                 " (configured: %s)" % (", ".join(s.key for s in specs) or "none")))
         return spec.id
 
@@ -8495,16 +8469,13 @@ def read_upstreams(loader, data, base_timeout) -> UpstreamPlan:
         ids = [server_id(member, "%s.%s[%d]" % (where, key, index))
                for index, member in enumerate(loader.get(entry, key, list, where, []))]
         defaults = {}
-        for member, deny in loader.get(entry, "serverDefaults", dict, where, {}).items():
-            here = _join(where, "serverDefaults.%s" % member)
+        for member, deny, here in loader.members(entry, "serverDefaults", where):
             if not isinstance(deny, bool):
                 raise loader.error(here, "expected true (deny the server's tools by default) or false")
             defaults[server_id(member, here)] = deny
         allow, deny = _read_filter(loader, entry, where)
-        people = loader.get(entry, "people", list, where)
-        if people is not None and not all(isinstance(p, str) and p for p in people):
-            raise loader.error(_join(where, "people"), "expected a list of who may use it: subjects, emails, "
-                               "\"group:NAME\", \"scope:NAME\" or \"*\"")
+        people = loader.strings(entry, "people", where, "expected a list of who may use it: subjects, emails, "
+                                "\"group:NAME\", \"scope:NAME\" or \"*\"", blank=False)
         namespaces[name] = {"servers": ids, "allow": allow, "deny": deny, "people": people,
                             "description": loader.get(entry, "description", str, where, ""),
                             "deny_by_default": loader.get(entry, "denyByDefault", bool, where, False),
@@ -8584,9 +8555,8 @@ class ConfigLoader:
         unknown = []
         for key in obj:
             if key not in allowed:
-                import difflib
-                close = difflib.get_close_matches(key, allowed, 1, 0.6)
-                hint = " (did you mean `%s`?)" % close[0] if close else " (known keys: %s)" % ", ".join(allowed)
+                close = _close_match(key, allowed)
+                hint = " (did you mean `%s`?)" % close if close else " (known keys: %s)" % ", ".join(allowed)
                 unknown.append(self.error(_join(where, key), "unknown key%s" % hint))
         if unknown:  # the first is raised; load() tells the others too (`more`)
             unknown[0].more = [str(exc) for exc in unknown[1:]]
@@ -8602,6 +8572,19 @@ class ConfigLoader:
                      list: "a list", dict: "an object"}
             expected = " or ".join(sorted({names[k] for k in _as_tuple(kind)}))
             raise self.error(_join(where, key), "expected %s, not %s" % (expected, json.dumps(value)[:60]))
+        return value
+
+    def members(self, obj, key, where):
+        """(name, value, its key path) of each member of the object obj[key]; none when it is not given."""
+        for name, value in self.get(obj, key, dict, where, {}).items():
+            yield name, value, _join(where, "%s.%s" % (key, name))
+
+    def strings(self, obj, key, where, expected, default=None, blank=True):
+        """obj[key] (`default` when it is not given) checked to be a list of strings, with `blank` False
+        of non-empty ones; else a ConfigError that says what is `expected`."""
+        value = self.get(obj, key, list, where, default)
+        if value and not all(isinstance(item, str) and (blank or item) for item in value):
+            raise self.error(_join(where, key), expected)
         return value
 
     def expand(self, value, where):
@@ -8620,6 +8603,12 @@ class ConfigLoader:
             raise self.error(where, "${%s} is not set; set it, or give a default: ${%s:-value}" % (name, name))
         return _ENV_REFERENCE.sub(substitute, value)
 
+    def text(self, value, where):
+        """A string (a number as its text) with ${VAR} expanded."""
+        if not isinstance(value, (str, int, float)) or isinstance(value, bool):
+            raise self.error(where, "expected a string")
+        return self.expand(str(value), where)
+
     def folder_path(self, value, where):
         """A folder path from the config, relative to the config file's folder."""
         path = os.path.join(self.folder, os.path.expanduser(self.expand(value, where)))
@@ -8630,13 +8619,10 @@ class ConfigLoader:
     def environment(self, obj, where, key="environment"):
         """obj[key] as variables: names checked, values strings with ${VAR} expanded."""
         out = {}
-        for name, value in self.get(obj, key, dict, where, {}).items():
-            here = _join(where, "%s.%s" % (key, name))
+        for name, value, here in self.members(obj, key, where):
             if not name or "=" in name or "\0" in name:
                 raise self.error(here, "not a usable variable name (empty, or holds = or a NUL)")
-            if not isinstance(value, (str, int, float)) or isinstance(value, bool):
-                raise self.error(here, "expected a string")
-            out[name] = self.expand(str(value), here)
+            out[name] = self.text(value, here)
             if looks_secret(name):
                 self.secrets.append(out[name])
             if "\0" in out[name]:
@@ -8659,6 +8645,10 @@ class ConfigLoader:
     def _load(self, runner, log, base, separator, script_options, skill_prompts):
         data = _given(self.read())
         gathered = self.problems.gathered
+
+        def entries(key):
+            """The file's list `key`: [] when it is not given, or (a mistake kept) not a list."""
+            return gathered(self.get, data, key, list, "", [], default=[])
         gathered(self.keys, data, _TOP_KEYS + _UPSTREAM_KEYS + _BOOKKEEPING_KEYS, "")
         gathered(self.get, data, "schemaVersion", int, "")
         info = {key: gathered(self.get, data, key, str, "") for key in ("name", "description", "instructions", "command")}
@@ -8674,7 +8664,7 @@ class ConfigLoader:
                                                      base.task_support, default=base.task_support),
                                max_text=gathered(read_max_text, self, data, "", base.max_text, default=base.max_text))
         tools, names = [], {}  # one cap on running commands, above
-        for index, spec in enumerate(gathered(self.get, data, "tools", list, "", [], default=[])):
+        for index, spec in enumerate(entries("tools")):
             tool = gathered(self.tool, spec, "tools[%d]" % index, runner, settings)
             if tool is not None and tool.name in names:
                 self.problems.add(self.error("tools[%d].name" % index, "`%s` is already the name of tools[%d]"
@@ -8684,10 +8674,9 @@ class ConfigLoader:
                 tools.append(tool)
         resources = [resource for resource in (
             gathered(self.resource, spec, "resources[%d]" % i, runner, settings)
-            for i, spec in enumerate(gathered(self.get, data, "resources", list, "", [], default=[])))
+            for i, spec in enumerate(entries("resources")))
             if resource is not None]
-        self.warn_shell_syntax(tools, resources, log)
-        warn_unclosed_fields(self.path, tools, resources, log)
+        self.warn_commands(tools, resources, log)
         sources = []
         if tools or resources:
             sources.append(TemplateTools(tools, resources))
@@ -8695,13 +8684,13 @@ class ConfigLoader:
         if separator_problem(separator):
             self.problems.add(self.error("separator", separator_problem(separator)))
             separator = "__"
-        for index, entry in enumerate(gathered(self.get, data, "scripts", list, "", [], default=[])):
+        for index, entry in enumerate(entries("scripts")):
             folder = gathered(read_script_folder, self, entry, "scripts[%d]" % index, runner, settings, log,
                               separator, script_options)
             if folder is not None:
                 sources.append(folder)
         folders = [folder for folder in (gathered(read_skill_folder, self, root, "skills[%d]" % index) for index, root
-                                         in enumerate(gathered(self.get, data, "skills", list, "", [], default=[])))
+                                         in enumerate(entries("skills")))
                    if folder is not None]
         if folders:
             prompts = gathered(self.get, data, "skillPrompts", bool, "", True, default=True) and skill_prompts
@@ -8728,29 +8717,30 @@ class ConfigLoader:
                                  "token for this server in exchange for the person's own (RFC 8693), as the gateway's "
                                  "own client: set signIn.issuer, signIn.clientId and signIn.clientSecret")
 
-    def warn_shell_syntax(self, tools, resources, log: Log):
-        """A command written for a shell (`a | b`, `x && y`, `*.md`) in a tool without "shell": true; and `answers`
-        where no question can be seen (Windows)."""
-        for index, tool in enumerate(tools):
-            found = [] if tool.spec.shell else tool.spec.template.shell_syntax()
+    def warn_commands(self, tools, resources, log: Log):
+        """What in a tool's or resource's command was likely not meant: syntax only a shell understands (`a | b`,
+        `x && y`, `*.md`) where no shell runs it, or a `{name` no `}` closes (literal text, where a field was
+        meant); and a tool's `answers` where no question can be seen (Windows)."""
+        commands = [("tools[%d] `%s`" % (index, tool.name), tool.spec.template, tool.spec.shell,
+                     "Add \"shell\": true to the tool if a shell is meant.") for index, tool in enumerate(tools)]
+        commands += [("resources[%d] `%s`" % (index, resource.uri), resource.template, False,
+                      "If a shell is meant, make the command sh -c '...'.") for index, resource in enumerate(resources)]
+        for where, template, shell, advice in commands:
+            found = [] if shell else template.shell_syntax()
             if found:
-                log.warning("%s: tools[%d] `%s`: its command uses %s, which only a shell understands; no shell "
-                            "runs it, so `%s` gets them as literal arguments. Add \"shell\": true to the tool "
-                            "if a shell is meant.", self.path, index, tool.name, ", ".join("`%s`" % f for f in found),
-                            tool.spec.template.command_name())
+                log.warning("%s: %s: its command uses %s, which only a shell understands; no shell runs it, so `%s` "
+                            "gets them as literal arguments. %s", self.path, where, ", ".join("`%s`" % f for f in found),
+                            template.command_name(), advice)
         for index, tool in enumerate(tools):
             if tool.spec.interactive and tool.spec.answers and _reading is None:
                 log.warning("%s: tools[%d] `%s`: its answers are never given here: this system cannot tell that a "
                             "command waits for an answer (Linux and macOS can), so its input ends at once. Pass "
                             "what it asks another way (an option such as --yes, or its environment).",
                             self.path, index, tool.name)
-        for index, resource in enumerate(resources):
-            found = resource.template.shell_syntax()
-            if found:
-                log.warning("%s: resources[%d] `%s`: its command uses %s, which only a shell understands; no "
-                            "shell runs it, so `%s` gets them as literal arguments. If a shell is meant, make "
-                            "the command sh -c '...'.", self.path, index, resource.uri,
-                            ", ".join("`%s`" % f for f in found), resource.template.command_name())
+        for where, template, _, _ in commands:
+            warning = unclosed_warning(" ".join(template.source).split())
+            if warning:
+                log.warning("%s: %s: its command: %s", self.path, where, warning)
 
     def tool(self, spec, where, runner: ProcessRunner, settings: RunSettings) -> CommandTool:
         """One `tools` entry as a CommandTool."""
@@ -8830,8 +8820,7 @@ class ConfigLoader:
         """spec["within"]: {field: folder}, each field a path that must stay inside its folder.
         Returns {key: real folder path}."""
         out = {}
-        for name, folder in self.get(spec, "within", dict, where, {}).items():
-            here = _join(where, "within.%s" % name)
+        for name, folder, here in self.members(spec, "within", where):
             key = name if name in properties else name.replace("-", "_")
             if key not in properties:
                 raise self.error(here, "`%s` is not a parameter of this %s (known: %s)" % (
@@ -8898,10 +8887,9 @@ class ConfigLoader:
             self.keys(spec, _PARAMETER_KEYS, here)
             kind = self.get(spec, "type", str, here, "string")
             if kind not in _PARAMETER_TYPES:
-                import difflib
                 alias = {"int": "integer", "float": "number", "bool": "boolean", "list": "array"}
-                close = difflib.get_close_matches(kind, _PARAMETER_TYPES + tuple(alias), 1, 0.5)
-                hint = " (did you mean `%s`?)" % alias.get(close[0], close[0]) if close else ""
+                close = _close_match(kind, _PARAMETER_TYPES + tuple(alias), 0.5)
+                hint = " (did you mean `%s`?)" % alias.get(close, close) if close else ""
                 raise self.error(_join(here, "type"), "expected one of %s, not %s%s"
                                  % (", ".join(_PARAMETER_TYPES), json.dumps(kind), hint))
             prop = {"type": kind}
@@ -8952,11 +8940,10 @@ class ConfigLoader:
             for key in (name, name.replace("-", "_")):
                 if key in properties:
                     return key
-            import difflib
-            close = difflib.get_close_matches(name, list(properties), 1, 0.6)
+            close = _close_match(name, list(properties))
             what = "a declared parameter" if declared_by == "parameter" else "a field of the template"
             raise self.error(where, "the template uses `%s`, which is not %s%s" % (
-                name, what, " (did you mean `%s`?)" % close[0] if close else
+                name, what, " (did you mean `%s`?)" % close if close else
                 " (known: %s)" % (", ".join(properties) or "none")))
         for field in template.occurrences():
             field.key = declared(field.name)
@@ -15090,112 +15077,156 @@ OPTION_TABLE = """
 OPTIONS = _options(OPTION_TABLE)
 _OPTIONS_BY_NAME = {name: option for option in OPTIONS for name in option.names}
 
-USAGE = ("usage: mcpstudio [OPTIONS] [--] COMMAND [TEMPLATE...]\n"
-         "       mcpstudio [OPTIONS] --root-directory DIR\n"
-         "       mcpstudio [OPTIONS] --skills DIR\n"
-         "       mcpstudio [OPTIONS] serve|check [--config FILE] [--namespace NAME]\n"
-         "       mcpstudio status [--config FILE] [--namespace NAME] [--check]\n"
-         "       mcpstudio init NAME --command CMD [--description TEXT] [-o FILE] [--force]\n"
-         "       mcpstudio login|logout NAME|URL [--config FILE]\n"
-         "       mcpstudio secrets set|remove|list [NAME] --person SUBJECT\n"
-         "       mcpstudio tui [--config FILE] [--namespace NAME]\n"
-         "       mcpstudio inspect|call|install|import|add|remove|list|namespace|zipapp ... (CMD --help)")
+USAGE = """\
+usage: mcpstudio [OPTIONS] [--] COMMAND [TEMPLATE...]
+       mcpstudio [OPTIONS] --root-directory DIR
+       mcpstudio [OPTIONS] --skills DIR
+       mcpstudio [OPTIONS] serve|check [--config FILE] [--namespace NAME]
+       mcpstudio status [--config FILE] [--namespace NAME] [--check]
+       mcpstudio init NAME --command CMD [--description TEXT] [-o FILE] [--force]
+       mcpstudio login|logout NAME|URL [--config FILE]
+       mcpstudio secrets set|remove|list [NAME] --person SUBJECT
+       mcpstudio tui [--config FILE] [--namespace NAME]
+       mcpstudio inspect|call|install|import|add|remove|list|namespace|zipapp ... (CMD --help)"""
 
-# Each subcommand's own --help.
-SUBCOMMAND_HELP = {
-    "serve": "usage: mcpstudio serve [--config FILE] [--namespace NAME] [--http [HOST:]PORT] [OPTIONS]\n\n"
-             "Serve a config file's tools, resources, script folders and MCP servers (default config:\n"
-             "$XDG_CONFIG_HOME/mcpstudio/config.json). The options of `mcpstudio --help` apply.",
-    "check": "usage: mcpstudio check [--config FILE] [--namespace NAME]\n\n"
-             "Validate a config file and show each tool's parameters and an example command; nothing runs.",
-    "status": "usage: mcpstudio status [--config FILE] [--namespace NAME] [--check]\n\n"
-              "The config's MCP servers, their cached tool counts and namespaces; --check starts\n"
-              "each server of the active namespace, lists its tools and stops it.",
-    "init": "usage: mcpstudio init NAME --command CMD [--description TEXT] [-o FILE] [--force]\n\n"
-            "Write a commented starter config (NAME.json) for the program CMD.",
-    "inspect": "usage: mcpstudio inspect [--json] [--search QUERY [--limit N]] [MODE ARGS...]\n"
-               "       mcpstudio inspect [--json] -- SERVER COMMAND ARGS...\n"
-               "       mcpstudio inspect [--json] --url URL\n\n"
-               "Start the mode as a client would and show the tools (with their parameters), resources\n"
-               "and prompts it serves; --json prints them as JSON. MODE ARGS are mcpstudio's own\n"
-               "arguments (a template, --root-directory DIR, serve --config FILE, --url URL; none: the\n"
-               "default config); after -- comes any MCP server's command. A config with MCP servers shows\n"
-               "what a client in tool search mode sees (toolSearch); --search QUERY shows only the tools\n"
-               "a search finds, best first: as many as a model gets by default (%d), or --limit N (up\n"
-               "to %d).\n\n"
-               "examples:\n"
-               "  mcpstudio inspect git log '[--oneline]' -n '{limit}'\n"
-               "  mcpstudio inspect --json serve --config tools.json\n"
-               "  mcpstudio inspect -- npx -y @modelcontextprotocol/server-everything" % (SEARCH_LIMIT, SEARCH_MAX),
-    "call": "usage: mcpstudio call TOOL [KEY=VALUE ...] [--json ARGS] [--raw] [--yes] [MODE ARGS...]\n"
-            "       mcpstudio call TOOL [KEY=VALUE ...] [--json ARGS] -- SERVER COMMAND ARGS...\n"
-            "       mcpstudio call TOOL [KEY=VALUE ...] --url URL\n\n"
-            "Call one tool through the real server, as a client would, and print its text (and\n"
-            "structured content); exit 1 when the result is an error. KEY=VALUE values are text for\n"
-            "string parameters and JSON otherwise (n=3, flag=true); an array parameter takes\n"
-            "KEY=VALUE more than once. KEY=@PATH gives a file parameter the file at PATH (as curl\n"
-            "does: photo=@cat.png); for any other parameter @ is text. --json gives all arguments\n"
-            "as one JSON object; --raw prints the whole result as JSON. When the server asks a\n"
-            "question (elicitation), call asks it on the terminal; --yes accepts the question's\n"
-            "defaults instead (no terminal needed).\n"
-            "--url reaches a remote server, signing in with OAuth in the browser when it asks.\n\n"
-            "examples:\n"
-            "  mcpstudio call echo message=hello echo '{message}'\n"
-            "  mcpstudio call search query=mcp --url https://mcp.example.com/mcp\n"
-            "  mcpstudio call git limit=3 git log '[--oneline]' -n '{limit}'\n"
-            "  mcpstudio call get-sum --json '{\"a\": 1, \"b\": 2}' -- npx -y @modelcontextprotocol/server-everything",
-    "login": "usage: mcpstudio login NAME|URL [--config FILE]\n\n"
-             "Sign in to a remote MCP server with OAuth now, in the browser ($BROWSER names another\n"
-             "program): NAME is a URL server of the config (its \"oauth\" block applies), or give the URL.\n"
-             "The tokens are kept, readable by you only, in the oauth folder beside the default config\n"
-             "($XDG_CONFIG_HOME/mcpstudio/oauth), and refreshed when they expire; `serve` uses them.\n"
-             "`status` shows each server's sign-in.",
-    "logout": "usage: mcpstudio logout NAME|URL [--config FILE]\n\n"
-              "Forget a server's tokens and client registration (the next use signs in again).",
-    "secrets": "usage: mcpstudio secrets set|remove NAME --person SUBJECT\n"
-               "       mcpstudio secrets list --person SUBJECT\n\n"
-               "A signed-in person's own secrets (serve --http with signIn or people): `${person.NAME}` in\n"
-               "the env, headers or args of a server with \"isolation\": \"user\" is SUBJECT's NAME when\n"
-               "that person's own process starts. `set` reads the value from stdin (asks on a terminal).\n"
-               "They are kept in people-secrets.json beside the default config, mode 0600; `list` shows\n"
-               "names only. SUBJECT is the identity provider's `sub`; a person the config's `people` lists\n"
-               "is static:NAME (never the same person as a subject NAME).",
-    "install": "usage: mcpstudio install --client CLIENT [--as NAME] [--write] [--file PATH] [MODE ARGS...]\n\n"
-               "Print the entry that makes CLIENT (claude-code, claude-desktop, cursor, vscode, codex) run\n"
-               "this mcpstudio invocation: this interpreter and this module by absolute path, paths in\n"
-               "the options made absolute. --write merges it into the client's user config file (or\n"
-               "--file PATH) atomically, keeping a .bak copy and every other entry. With --http in MODE\n"
-               "ARGS the entry is the URL (start the server yourself). A mode the server would refuse is\n"
-               "an error (exit 2): nothing is printed or written.\n\n"
-               "examples:\n"
-               "  mcpstudio install --client claude-code echo '{message}'\n"
-               "  mcpstudio install --client cursor --write --root-directory ./scripts",
-    "import": "usage: mcpstudio import FILE|--from CLIENT [--config FILE] [--write]\n\n"
-              "Copy the MCP servers of a client's config (CLIENT: claude-desktop, claude-code, cursor,\n"
-              "vscode; or any FILE with mcpServers/servers) into mcpstudio's config (--config, default\n"
-              "$XDG_CONFIG_HOME/mcpstudio/config.json), keeping env, cwd, disabled and ${VAR}. Says what\n"
-              "it skips and why. A dry run unless --write.",
-    "add": "usage: mcpstudio add NAME [--config FILE] [--env KEY=VALUE]... [--cwd DIR] [--disabled] -- COMMAND ARGS...\n"
-           "       mcpstudio add NAME [--config FILE] --url URL [--header KEY=VALUE]...\n\n"
-           "Add (or replace) an MCP server in the config; the file is written atomically (mode 0600).",
-    "remove": "usage: mcpstudio remove NAME [--config FILE]\n\nRemove an MCP server from the config, its namespaces and toolPermissions.",
-    "list": "usage: mcpstudio list [--config FILE] [--json]\n\nThe config's MCP servers, how each starts, and "
-            "their namespaces (`status` adds tool counts).",
-    "namespace": "usage: mcpstudio namespace add NS [SERVER...] [--config FILE]\n"
-                 "       mcpstudio namespace remove NS | assign NS SERVER... | default NS\n"
-                 "       mcpstudio namespace allow|deny NS SERVER TOOL\n\n"
-                 "Group the config's servers: a client serves one namespace (--namespace NS, else the default);\n"
-                 "allow and deny set one tool's permission in a namespace (toolPermissions).",
-    "enable": "usage: mcpstudio enable NAME [--config FILE]\n\nLet serve start the server again (drops `disabled`).",
-    "disable": "usage: mcpstudio disable NAME [--config FILE]\n\nKeep the server in the config, unstarted "
-               "(`disabled: true`).",
-    "tui": "usage: mcpstudio tui [--config FILE] [--namespace NAME]\n\n"
-           "See and manage the config's MCP servers in the terminal: start one to test it, read its\n"
-           "log, call its tools, enable, add, remove, group into namespaces. ? shows every key.",
-    "zipapp": "usage: mcpstudio zipapp OUT.pyz\n\n"
-              "Build the one-file app: run it with any Python 3.8+ (python3 OUT.pyz ...). It carries\n"
-              "bytecode for the Python that built it and the source for the others.",
-}
+# Each subcommand's own --help, as it prints: an entry starts at its "usage: mcpstudio NAME" line
+# (%(NAME)s: a constant of the module's).
+SUBCOMMAND_HELP = {text.split()[2]: text.strip() for text in re.split(r"\n(?=usage: )", """\
+usage: mcpstudio serve [--config FILE] [--namespace NAME] [--http [HOST:]PORT] [OPTIONS]
+
+Serve a config file's tools, resources, script folders and MCP servers (default config:
+$XDG_CONFIG_HOME/mcpstudio/config.json). The options of `mcpstudio --help` apply.
+
+usage: mcpstudio check [--config FILE] [--namespace NAME]
+
+Validate a config file and show each tool's parameters and an example command; nothing runs.
+
+usage: mcpstudio status [--config FILE] [--namespace NAME] [--check]
+
+The config's MCP servers, their cached tool counts and namespaces; --check starts
+each server of the active namespace, lists its tools and stops it.
+
+usage: mcpstudio init NAME --command CMD [--description TEXT] [-o FILE] [--force]
+
+Write a commented starter config (NAME.json) for the program CMD.
+
+usage: mcpstudio inspect [--json] [--search QUERY [--limit N]] [MODE ARGS...]
+       mcpstudio inspect [--json] -- SERVER COMMAND ARGS...
+       mcpstudio inspect [--json] --url URL
+
+Start the mode as a client would and show the tools (with their parameters), resources
+and prompts it serves; --json prints them as JSON. MODE ARGS are mcpstudio's own
+arguments (a template, --root-directory DIR, serve --config FILE, --url URL; none: the
+default config); after -- comes any MCP server's command. A config with MCP servers shows
+what a client in tool search mode sees (toolSearch); --search QUERY shows only the tools
+a search finds, best first: as many as a model gets by default (%(SEARCH_LIMIT)d), or --limit N (up
+to %(SEARCH_MAX)d).
+
+examples:
+  mcpstudio inspect git log '[--oneline]' -n '{limit}'
+  mcpstudio inspect --json serve --config tools.json
+  mcpstudio inspect -- npx -y @modelcontextprotocol/server-everything
+
+usage: mcpstudio call TOOL [KEY=VALUE ...] [--json ARGS] [--raw] [--yes] [MODE ARGS...]
+       mcpstudio call TOOL [KEY=VALUE ...] [--json ARGS] -- SERVER COMMAND ARGS...
+       mcpstudio call TOOL [KEY=VALUE ...] --url URL
+
+Call one tool through the real server, as a client would, and print its text (and
+structured content); exit 1 when the result is an error. KEY=VALUE values are text for
+string parameters and JSON otherwise (n=3, flag=true); an array parameter takes
+KEY=VALUE more than once. KEY=@PATH gives a file parameter the file at PATH (as curl
+does: photo=@cat.png); for any other parameter @ is text. --json gives all arguments
+as one JSON object; --raw prints the whole result as JSON. When the server asks a
+question (elicitation), call asks it on the terminal; --yes accepts the question's
+defaults instead (no terminal needed).
+--url reaches a remote server, signing in with OAuth in the browser when it asks.
+
+examples:
+  mcpstudio call echo message=hello echo '{message}'
+  mcpstudio call search query=mcp --url https://mcp.example.com/mcp
+  mcpstudio call git limit=3 git log '[--oneline]' -n '{limit}'
+  mcpstudio call get-sum --json '{"a": 1, "b": 2}' -- npx -y @modelcontextprotocol/server-everything
+
+usage: mcpstudio login NAME|URL [--config FILE]
+
+Sign in to a remote MCP server with OAuth now, in the browser ($BROWSER names another
+program): NAME is a URL server of the config (its "oauth" block applies), or give the URL.
+The tokens are kept, readable by you only, in the oauth folder beside the default config
+($XDG_CONFIG_HOME/mcpstudio/oauth), and refreshed when they expire; `serve` uses them.
+`status` shows each server's sign-in.
+
+usage: mcpstudio logout NAME|URL [--config FILE]
+
+Forget a server's tokens and client registration (the next use signs in again).
+
+usage: mcpstudio secrets set|remove NAME --person SUBJECT
+       mcpstudio secrets list --person SUBJECT
+
+A signed-in person's own secrets (serve --http with signIn or people): `${person.NAME}` in
+the env, headers or args of a server with "isolation": "user" is SUBJECT's NAME when
+that person's own process starts. `set` reads the value from stdin (asks on a terminal).
+They are kept in people-secrets.json beside the default config, mode 0600; `list` shows
+names only. SUBJECT is the identity provider's `sub`; a person the config's `people` lists
+is static:NAME (never the same person as a subject NAME).
+
+usage: mcpstudio install --client CLIENT [--as NAME] [--write] [--file PATH] [MODE ARGS...]
+
+Print the entry that makes CLIENT (claude-code, claude-desktop, cursor, vscode, codex) run
+this mcpstudio invocation: this interpreter and this module by absolute path, paths in
+the options made absolute. --write merges it into the client's user config file (or
+--file PATH) atomically, keeping a .bak copy and every other entry. With --http in MODE
+ARGS the entry is the URL (start the server yourself). A mode the server would refuse is
+an error (exit 2): nothing is printed or written.
+
+examples:
+  mcpstudio install --client claude-code echo '{message}'
+  mcpstudio install --client cursor --write --root-directory ./scripts
+
+usage: mcpstudio import FILE|--from CLIENT [--config FILE] [--write]
+
+Copy the MCP servers of a client's config (CLIENT: claude-desktop, claude-code, cursor,
+vscode; or any FILE with mcpServers/servers) into mcpstudio's config (--config, default
+$XDG_CONFIG_HOME/mcpstudio/config.json), keeping env, cwd, disabled and ${VAR}. Says what
+it skips and why. A dry run unless --write.
+
+usage: mcpstudio add NAME [--config FILE] [--env KEY=VALUE]... [--cwd DIR] [--disabled] -- COMMAND ARGS...
+       mcpstudio add NAME [--config FILE] --url URL [--header KEY=VALUE]...
+
+Add (or replace) an MCP server in the config; the file is written atomically (mode 0600).
+
+usage: mcpstudio remove NAME [--config FILE]
+
+Remove an MCP server from the config, its namespaces and toolPermissions.
+
+usage: mcpstudio list [--config FILE] [--json]
+
+The config's MCP servers, how each starts, and their namespaces (`status` adds tool counts).
+
+usage: mcpstudio namespace add NS [SERVER...] [--config FILE]
+       mcpstudio namespace remove NS | assign NS SERVER... | default NS
+       mcpstudio namespace allow|deny NS SERVER TOOL
+
+Group the config's servers: a client serves one namespace (--namespace NS, else the default);
+allow and deny set one tool's permission in a namespace (toolPermissions).
+
+usage: mcpstudio enable NAME [--config FILE]
+
+Let serve start the server again (drops `disabled`).
+
+usage: mcpstudio disable NAME [--config FILE]
+
+Keep the server in the config, unstarted (`disabled: true`).
+
+usage: mcpstudio tui [--config FILE] [--namespace NAME]
+
+See and manage the config's MCP servers in the terminal: start one to test it, read its
+log, call its tools, enable, add, remove, group into namespaces. ? shows every key.
+
+usage: mcpstudio zipapp OUT.pyz
+
+Build the one-file app: run it with any Python 3.8+ (python3 OUT.pyz ...). It carries
+bytecode for the Python that built it and the source for the others.
+""" % globals())}
 
 
 def help_text():
@@ -16587,6 +16618,15 @@ def remove_command(words):
     return 0
 
 
+def _config_plan(path, log: Log, runner=None):
+    """(its path, its own sources, the info ConfigLoader.load gives, its UpstreamPlan: an empty one without MCP
+    servers) of the config file `path`, its secrets masked in `log`."""
+    loader = ConfigLoader(path)
+    local, info = loader.load(runner or ProcessRunner(log), log, RunSettings())
+    log.add_secrets(loader.secrets)
+    return loader.path, local, info, info["upstream"] or UpstreamPlan([], {}, None, "defaultNamespace")
+
+
 def _sign_in_for(words, command) -> OAuthClient:
     """The OAuthClient of `login`/`logout NAME|URL [--config FILE]`: a URL server of the config by name, or a URL."""
     found, path, rest = _config_option(words, command)
@@ -16595,9 +16635,7 @@ def _sign_in_for(words, command) -> OAuthClient:
     target = rest[0]
     specs = []
     if os.path.exists(path) or found.get("--config"):
-        log = Log()
-        _, info = ConfigLoader(path).load(ProcessRunner(log), log, RunSettings())
-        specs = [spec for spec in (info["upstream"].specs if info["upstream"] else ()) if spec.url]
+        specs = [spec for spec in _config_plan(path, Log())[3].specs if spec.url]
     spec = next((s for s in specs if target in (s.key, s.id, s.url)), None)
     if spec:
         if spec.oauth is None:
@@ -17185,10 +17223,7 @@ async def check_upstreams(plan, runner, log, namespace, config_path):
 
 def status_command(path, log: Log, options):
     """`status [--config FILE] [--namespace NAME] [--check]`."""
-    loader = ConfigLoader(path)
-    local, info = loader.load(ProcessRunner(log), log, RunSettings())
-    log.add_secrets(loader.secrets)
-    plan = info["upstream"] or UpstreamPlan([], {}, None, "defaultNamespace")
+    path, local, info, plan = _config_plan(path, log)
     for spec in plan.specs:
         log.add_secrets(spec.secrets)
     checks, requested = None, options["namespace"]
@@ -17196,18 +17231,18 @@ def status_command(path, log: Log, options):
     # chosen, every server is: its health does not depend on the namespace a client will pick. An unknown
     # --namespace checks nothing (print_status says why).
     chosen = select_namespace(plan.namespaces, requested, plan.default, plan.default_key)[0]
-    checked = plan if chosen else UpstreamPlan(plan.specs, {}, None, plan.default_key, plan.permissions)
+    checked = plan if chosen else plan.every_server()
     if options["check"] and (requested is None or requested in plan.namespaces):
         runner = ProcessRunner(log)
 
         async def check():
             try:
-                return await check_upstreams(checked, runner, log, namespace=requested, config_path=loader.path)
+                return await check_upstreams(checked, runner, log, namespace=requested, config_path=path)
             finally:
                 await runner.stop_all()
                 runner.close_watchdog()
         checks = asyncio.run(check())
-    return print_status(loader.path, plan, options["namespace"], checks, log=log, search=info["tool_search"],
+    return print_status(path, plan, options["namespace"], checks, log=log, search=info["tool_search"],
                         local=local_tool_count(local), separator=info["separator"], forced=options["tool_search"],
                         manager=not options["no_manager_tools"], sign_in=info["sign_in"])
 
@@ -17224,18 +17259,24 @@ def status_command(path, log: Log, options):
 # `tui` only: serving never loads it.
 
 TUI_TICK_MS = 100  # the screen is redrawn this often while no key is pressed
-TUI_KEYS = (
-    ("Up/Down j/k", "move (in details: between tools)"), ("/", "filter the servers by name"),
-    ("Enter", "details: command or URL, env names, tools, their permissions"),
-    ("t", "test: start the server as serve does, list its tools; again: stop"),
-    ("l", "the server's log: its stderr and mcpstudio's lines about it"), ("f", "in the log: follow new lines"),
-    ("c", "in details: call the selected tool (a form from its input schema)"),
-    ("p", "in details: allow or deny the selected tool in the namespace"),
-    ("e", "enable or disable the server"), ("a", "add a server: a name, then a command or a URL"),
-    ("d", "remove the server (asks first)"),
-    ("n", "namespaces: create, assign the server, the default, the one shown"),
-    ("r", "read the config again"), ("?", "this help"), ("Esc", "back"),
-    ("q", "quit; stops every server the TUI started"))
+# The keys, as `?` shows them: a key (or keys), then, after two spaces or more, what it does.
+TUI_KEYS = tuple(tuple(re.split(r"  +", line, maxsplit=1)) for line in """\
+Up/Down j/k  move (in details: between tools)
+/            filter the servers by name
+Enter        details: command or URL, env names, tools, their permissions
+t            test: start the server as serve does, list its tools; again: stop
+l            the server's log: its stderr and mcpstudio's lines about it
+f            in the log: follow new lines
+c            in details: call the selected tool (a form from its input schema)
+p            in details: allow or deny the selected tool in the namespace
+e            enable or disable the server
+a            add a server: a name, then a command or a URL
+d            remove the server (asks first)
+n            namespaces: create, assign the server, the default, the one shown
+r            read the config again
+?            this help
+Esc          back
+q            quit; stops every server the TUI started""".split("\n"))
 
 
 def _width(char):
@@ -17297,14 +17338,11 @@ class Board:
 
     def _read(self):
         """The config again: the whole plan for the screen, and every server (no namespace) for the hub."""
-        loader = ConfigLoader(self.path)
-        local, info = loader.load(self.runner, self.log, RunSettings())
-        self.log.add_secrets(loader.secrets)
+        _, local, info, self.plan = _config_plan(self.path, self.log, self.runner)
         self.local, self.search = local_tool_count(local), info["tool_search"]  # for count()
-        self.plan = info["upstream"] or UpstreamPlan([], {}, None, "defaultNamespace")
         if self.shown not in self.plan.namespaces:
             self.shown = select_namespace(self.plan.namespaces, None, self.plan.default, self.plan.default_key)[0]
-        return [], UpstreamPlan(self.plan.specs, {}, None, self.plan.default_key, self.plan.permissions), None
+        return [], self.plan.every_server(), None
 
     async def _open(self):
         _, plan, _ = self._read()
@@ -17806,13 +17844,13 @@ def main(argv=None):
     _drop_entry_env()
     try:
         options, words = parse_command_line(argv)
-        ended = argv[:len(argv) - len(words)][-1:] == ["--"]  # `-- check` runs a command named check
+        before = argv[:len(argv) - len(words)]  # mcpstudio's options, written before the subcommand
+        ended = before[-1:] == ["--"]  # `-- check` runs a command named check
         command = words[0] if words and words[0] in SUBCOMMANDS and not ended else None
         if command in _OWN_WORDS:
             if words[1:2] in (["-h"], ["--help"]) or options["help"]:
                 print(SUBCOMMAND_HELP[command])
                 return 0
-            before = argv[:len(argv) - len(words)]  # mcpstudio's options, written before the subcommand
             if before and command in ("call", "inspect"):  # options of the server it starts
                 return _OWN_WORDS[command](words[1:], server_options=before)
             if before:
