@@ -311,6 +311,12 @@ def write_private_json(path, data):
         raise
 
 
+def read_private_json(path):
+    """The JSON in a file write_private_json wrote (a symlink in its place is not followed); OSError, ValueError."""
+    with os.fdopen(os.open(path, os.O_RDONLY | (os.O_NOFOLLOW if _POSIX else 0)), encoding="utf-8") as f:
+        return json.load(f)
+
+
 def _loopback(host):
     """True only for `localhost` and loopback addresses (127.0.0.0/8, ::1); never for names."""
     host = host.strip().strip("[]").lower()
@@ -9119,6 +9125,21 @@ def oauth_request(url, data=None, headers=None, limit=1 << 20):
         raise OAuthError("cannot reach %s: %s" % (url, getattr(exc, "reason", None) or exc))
 
 
+def _basic_auth(client_id, secret):
+    """An `Authorization` value for a client at an authorization server: HTTP Basic of the form-encoded id and
+    secret (RFC 6749 §2.3.1)."""
+    import urllib.parse
+    pair = "%s:%s" % (urllib.parse.quote(client_id, safe=""), urllib.parse.quote(secret, safe=""))
+    return "Basic " + base64.b64encode(pair.encode()).decode()
+
+
+def _auth_method(metadata, choices):
+    """The first of `choices` (token endpoint authentication methods) the authorization server's metadata
+    supports (client_secret_basic when it names none, RFC 8414 §2); else the first of `choices`."""
+    supported = metadata.get("token_endpoint_auth_methods_supported") or ["client_secret_basic"]
+    return next((method for method in choices if method in supported), choices[0])
+
+
 def _fetch_json(url, data=None, headers=None):
     """One blocking request (oauth_request): (status, JSON object or None). OAuthError when unreachable."""
     status, _, body = oauth_request(url, data, headers)
@@ -9142,8 +9163,7 @@ class TokenStore:
     def load(self):
         """The kept sign-in, {} without one (a symlink in the file's place is not followed)."""
         try:
-            with os.fdopen(os.open(self.path, os.O_RDONLY | (os.O_NOFOLLOW if _POSIX else 0)), encoding="utf-8") as f:
-                data = json.load(f)
+            data = read_private_json(self.path)
         except (OSError, ValueError):
             return {}
         return data if isinstance(data, dict) and data.get("url") == self.url else {}
@@ -9356,8 +9376,7 @@ class OAuthClient:
             raise OAuthError("authorization server %s offers no dynamic client registration: register mcpstudio "
                              "there (redirect URI %s) and put its id in the server's config as \"oauth\": "
                              "{\"clientId\": ...}" % (issuer, redirect_uri))
-        method = next((m for m in ("none", "client_secret_basic", "client_secret_post")
-                       if m in (metadata.get("token_endpoint_auth_methods_supported") or ["client_secret_basic"])), "none")
+        method = _auth_method(metadata, ("none", "client_secret_basic", "client_secret_post"))
         grants = ["authorization_code"]
         if "refresh_token" in (metadata.get("grant_types_supported") or ["authorization_code", "refresh_token"]):
             grants.append("refresh_token")
@@ -9389,13 +9408,11 @@ class OAuthClient:
         secret = client.get("client_secret")
         method = client.get("token_endpoint_auth_method")
         if method is None:
-            method = "none" if not secret else next((m for m in ("client_secret_basic", "client_secret_post") if m in (
-                metadata.get("token_endpoint_auth_methods_supported") or ["client_secret_basic"])), "client_secret_basic")
+            method = "none" if not secret else _auth_method(metadata, ("client_secret_basic", "client_secret_post"))
         headers = {"Content-Type": "application/x-www-form-urlencoded"}
         form = dict(form, client_id=client["client_id"])
         if secret and method == "client_secret_basic":
-            pair = "%s:%s" % (urllib.parse.quote(client["client_id"], safe=""), urllib.parse.quote(secret, safe=""))
-            headers["Authorization"] = "Basic " + base64.b64encode(pair.encode()).decode()
+            headers["Authorization"] = _basic_auth(client["client_id"], secret)
         elif secret and method == "client_secret_post":
             form["client_secret"] = secret
         return self._fetch(self._check_endpoint(metadata, key), urllib.parse.urlencode(form).encode(), headers)
@@ -12067,8 +12084,7 @@ class PersonSecrets:
         """{subject: {NAME: value}}; {} when there is no store, or (unless `strict`: ConfigError) one that cannot
         be read."""
         try:
-            with os.fdopen(os.open(self.path, os.O_RDONLY | (os.O_NOFOLLOW if _POSIX else 0)), encoding="utf-8") as f:
-                data = json.load(f)
+            data = read_private_json(self.path)
         except FileNotFoundError:
             return {}
         except (OSError, ValueError) as exc:
@@ -13538,6 +13554,11 @@ def jwt_key(header, keys):
             if key_alg == alg and (kid is None or key_id is None or key_id == kid)]
 
 
+def _claim_list(value):
+    """A claim that is one string or a list of them (`aud`), as a list; [] for anything else."""
+    return [value] if isinstance(value, str) else value if isinstance(value, list) else []
+
+
 def jwt_claims(token, keys, issuer, audiences, now, skew=SIGNIN_SKEW):
     """The claims of `token` when one of `keys` signed it, `issuer` issued it, it is for one of `audiences` and
     it is valid at `now` (+/- skew); TokenError saying why not. An unknown `kid` is UnknownKey."""
@@ -13550,9 +13571,8 @@ def jwt_claims(token, keys, issuer, audiences, now, skew=SIGNIN_SKEW):
         raise TokenError("the signature does not verify")
     if claims.get("iss") != issuer:
         raise TokenError("issued by %s, not %s" % (json.dumps(claims.get("iss")), issuer))
-    given = claims.get("aud")
-    given = [given] if isinstance(given, str) else given if isinstance(given, list) else []
-    if not any(isinstance(a, str) and a.rstrip("/") in [b.rstrip("/") for b in audiences] for a in given):
+    if not any(isinstance(a, str) and a.rstrip("/") in [b.rstrip("/") for b in audiences]
+               for a in _claim_list(claims.get("aud"))):
         raise TokenError("its audience %s is not this server (%s)" % (json.dumps(claims.get("aud")), audiences[-1]))
     exp, nbf = claims.get("exp"), claims.get("nbf", 0)
     if type(exp) not in (int, float) or type(nbf) not in (int, float) or not abs(exp) < 1e11 > abs(nbf):
@@ -13591,9 +13611,8 @@ class Person:
     def refuse(self, why):
         """A passthrough server refused the token (expired or revoked there): from now on the gateway refuses it too
         (401 invalid_token, `why` its description), which makes the person's client sign them in again."""
-        import hashlib
         if self.refusals is not None and self.token:
-            self.refusals[hashlib.sha256(self.token.encode("utf-8", "surrogatepass")).hexdigest()] = why
+            self.refusals[_hash(self.token, 64)] = why
             while len(self.refusals) > SIGNIN_ANSWERS:
                 self.refusals.popitem(last=False)
 
@@ -13607,7 +13626,7 @@ class Person:
         email = claims.get("email") if claims.get("email_verified") is not False else None  # not who they are
         return cls(claims["sub"], email if isinstance(email, str) else None,
                    groups if isinstance(groups, list) else [], scopes if isinstance(scopes, list) else [],
-                   [audiences] if isinstance(audiences, str) else audiences if isinstance(audiences, list) else [],
+                   _claim_list(audiences),
                    token=token, refusals=refusals, sign_in=sign_in)
 
 
@@ -13659,9 +13678,8 @@ class SignIn:
 
     async def person(self, token, namespace=None):
         """The Person `token` names for the MCP URL of `namespace` (None: the server's own); TokenError if none."""
-        import hashlib
         import hmac
-        digest = hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
+        digest = _hash(token, 64)
         for name, (wanted, groups, email) in self.plan["people"].items():
             if hmac.compare_digest(digest, wanted):  # a listed person: never the provider's subject of that name
                 return Person(name, email, groups, self.scopes, key=STATIC_PERSON + name)
@@ -13760,9 +13778,7 @@ class SignIn:
         signIn.clientId, in exchange for `person`'s own, kept until shortly before it expires. TokenError when the
         issuer will not take the person's token (invalid_grant: expired or revoked; they must sign in again),
         OAuthError for anything else (unreachable, or it will not give a token for `resource`)."""
-        import hashlib
-        import urllib.parse
-        key = "%s %s" % (hashlib.sha256(person.token.encode("utf-8", "surrogatepass")).hexdigest(), resource)
+        key = "%s %s" % (_hash(person.token, 64), resource)
         kept = self.exchanged.get(key)
         if kept and kept[0] > time.time():
             return kept[1]
@@ -13771,11 +13787,9 @@ class SignIn:
             await loop.run_in_executor(None, self._metadata)
             if self.token_endpoint is None:
                 raise OAuthError("issuer %s names no https token_endpoint in its metadata" % self.issuer)
-        body = urllib.parse.urlencode({"grant_type": TOKEN_EXCHANGE, "subject_token": person.token,
-                                       "subject_token_type": ACCESS_TOKEN_TYPE, "requested_token_type":
-                                       ACCESS_TOKEN_TYPE, "resource": resource}).encode()
-        status, answer = await loop.run_in_executor(None, lambda: _fetch_json(self.token_endpoint, body, dict(
-            self._client_auth(), **{"Content-Type": "application/x-www-form-urlencoded"})))
+        status, answer = await self._post_form(self.token_endpoint, {
+            "grant_type": TOKEN_EXCHANGE, "subject_token": person.token, "subject_token_type": ACCESS_TOKEN_TYPE,
+            "requested_token_type": ACCESS_TOKEN_TYPE, "resource": resource})
         answer = answer or {}
         given, lifetime = answer.get("access_token"), answer.get("expires_in")
         if status == 200 and isinstance(given, str) and given:
@@ -13791,29 +13805,25 @@ class SignIn:
         raise OAuthError("the identity provider %s gave no token for %s in exchange for yours (%s)"
                          % (self.issuer, resource, said))
 
-    def _client_auth(self):
-        """The gateway's own client at the issuer (signIn.clientId, clientSecret), as HTTP Basic (RFC 6749 2.3.1)."""
-        import base64
+    async def _post_form(self, url, form):
+        """POST `form` to one of the issuer's endpoints as the gateway's own client (signIn.clientId, clientSecret:
+        HTTP Basic, RFC 6749 2.3.1), in a worker thread: (status, JSON object or None); OAuthError when unreachable."""
         import urllib.parse
-        plan = self.plan
-        basic = base64.b64encode(("%s:%s" % (urllib.parse.quote(plan["clientId"], safe=""), urllib.parse.quote(
-            plan["clientSecret"] or "", safe=""))).encode()).decode()
-        return {"Authorization": "Basic " + basic}
+        headers = {"Authorization": _basic_auth(self.plan["clientId"], self.plan["clientSecret"] or ""),
+                   "Content-Type": "application/x-www-form-urlencoded"}
+        body = urllib.parse.urlencode(form).encode()
+        return await asyncio.get_running_loop().run_in_executor(None, _fetch_json, url, body, headers)
 
     async def _introspect(self, token, audiences):
         """RFC 7662: the claims of an active opaque token, checked as a JWT's are (`iss` when given; `aud` always: an
         answer without it is refused)."""
-        import urllib.parse
-        plan = self.plan
-        body = urllib.parse.urlencode({"token": token, "token_type_hint": "access_token"}).encode()
+        url = self.plan["introspection"]
         try:
-            status, claims = await asyncio.get_running_loop().run_in_executor(None, lambda: _fetch_json(
-                plan["introspection"], body, dict(self._client_auth(), **{
-                    "Content-Type": "application/x-www-form-urlencoded"})))
+            status, claims = await self._post_form(url, {"token": token, "token_type_hint": "access_token"})
         except OAuthError as exc:
             status, claims = exc, None
         if status != 200 or not claims:
-            self.log.error("signIn: introspection at %s answered %s", plan["introspection"], status)
+            self.log.error("signIn: introspection at %s answered %s", url, status)
             raise UnknownKey("the introspection endpoint could not check it now")
         if claims.get("active") is not True:
             raise TokenError("the identity provider says it is not active")
@@ -13824,8 +13834,7 @@ class SignIn:
             raise TokenError("the identity provider's introspection answer names no audience (`aud`): it may be a "
                              "token for another service; the provider must give it this server's URL (%s)"
                              % audiences[-1])
-        if not any(isinstance(a, str) and a.rstrip("/") in audiences
-                   for a in ([given] if isinstance(given, str) else given if isinstance(given, list) else [])):
+        if not any(isinstance(a, str) and a.rstrip("/") in audiences for a in _claim_list(given)):
             raise TokenError("it is not for this server (issuer %s, audience %s)" % (claims.get("iss"), given))
         subject = claims.get("sub", claims.get("client_id"))  # a client-credentials token: its client is the subject
         if "exp" in claims and (type(claims["exp"]) not in (int, float) or not abs(claims["exp"]) < 1e11):
