@@ -11749,10 +11749,14 @@ class Namespace:
                 self.log.warning("%s: %s", self.config_path, note)
         return {spec.id: spec for spec in chosen}
 
+    def overrides(self):
+        """The tool overrides of the chosen namespace itself (its `overrides`), or None."""
+        return (self.plan.namespaces.get(self.name) or {}).get("overrides")
+
     def curate(self, spec: UpstreamSpec, tool):
         """(CuratedTool or None, public name, "file: key" of the override that named it or None) of `spec`'s
         listed `tool` in this namespace; ConfigError for an override the tool's schema refuses."""
-        if not spec.overrides and not (self.plan.namespaces.get(self.name) or {}).get("overrides"):
+        if not spec.overrides and not self.overrides():
             return None, spec.public_name(tool["name"], self.separator), None
         layers, public = self.plan.curation(self.name, spec, tool["name"], self.separator)
         if not layers:
@@ -11762,7 +11766,7 @@ class Namespace:
 
     def curate_name(self, spec: UpstreamSpec, original):
         """The public name `spec`'s tool `original` has in this namespace, overrides applied."""
-        if not spec.overrides and not (self.plan.namespaces.get(self.name) or {}).get("overrides"):
+        if not spec.overrides and not self.overrides():
             return spec.public_name(original, self.separator)
         return self.plan.curation(self.name, spec, original, self.separator)[1]
 
@@ -11826,8 +11830,7 @@ class ManagerTools:
         """What servers_list says of one server (its curated tools too: public name -> the server's name)."""
         known = up.known()
         namespace, curated = self.namespace, {}
-        for tool in (known or {}).get("tools", ()) if up.spec.overrides or (
-                namespace.plan.namespaces.get(namespace.name) or {}).get("overrides") else ():
+        for tool in (known or {}).get("tools", ()) if up.spec.overrides or namespace.overrides() else ():
             layers, public = namespace.plan.curation(namespace.name, up.spec, tool["name"], namespace.separator)
             if layers and namespace.left_out(up.spec, tool["name"]) is None:
                 curated[public] = tool["name"]
@@ -12529,7 +12532,7 @@ class Aggregator(Source):
             # Clients reject a whole listing with one tool lacking an object inputSchema.
             described["inputSchema"] = dict({"type": "object"}, **_object(described.get("inputSchema")))
             tools.append(described)
-        overrides = (self.namespace.plan.namespaces.get(self.namespace.name) or {}).get("overrides")
+        overrides = self.namespace.overrides()
         if overrides and all(u.known() is not None for u in self._active()):  # a server not listed yet may have it
             self.namespace.unmatched(overrides, served, "namespace `%s`" % self.namespace.name,
                                      "against its servers' listings")
