@@ -14202,6 +14202,12 @@ def _origin_host(value):
     return _host_name(rest)
 
 
+def _bearer(headers):
+    """The token of a request's `Authorization: Bearer <token>` header (the scheme in any case), or ""."""
+    given = headers.get("authorization", "")
+    return given[7:].strip() if given[:7].lower() == "bearer " else ""
+
+
 def _good_id(message):
     request_id = message.get("id")
     return request_id is None or (isinstance(request_id, ID_TYPES) and not isinstance(request_id, bool))
@@ -14362,12 +14368,12 @@ class SignInGate:
         name = shown if path.startswith(HTTP_PATH + "/") else None
         challenge = 'Bearer resource_metadata="%s"' % self.sign_in.metadata_url(name) + (
             ', scope="%s"' % " ".join(self.sign_in.scopes) if self.sign_in.scopes else "")
-        given = headers.get("authorization", "")
-        if given[:7].lower() != "bearer " or not given[7:].strip():
+        token = _bearer(headers)
+        if not token:
             raise HttpError(401, "sign in first: send `Authorization: Bearer <access token>` (where to get one: %s)"
                             % self.sign_in.metadata_url(name), headers=[("WWW-Authenticate", challenge)])
         try:
-            person = await self.sign_in.person(given[7:].strip(), name)
+            person = await self.sign_in.person(token, name)
         except TokenError as exc:
             why = _header_text(str(exc))
             raise HttpError(401, "the access token is refused: %s" % why, headers=[(
@@ -14571,8 +14577,7 @@ class HttpServer:
         path = target.split("?", 1)[0]
         if self.token is not None and path not in self.server.guard.open:
             import hmac
-            given = headers.get("authorization", "")
-            if not (given[:7].lower() == "bearer " and hmac.compare_digest(given[7:].strip().encode(), self.token.encode())):
+            if not hmac.compare_digest(_bearer(headers).encode(), self.token.encode()):  # never "": no header never passes
                 raise HttpError(401, "a valid `Authorization: Bearer <token>` header is required",
                                 headers=[("WWW-Authenticate", 'Bearer realm="mcpstudio"')])
         if self.gate and path.startswith(WELL_KNOWN_RESOURCE):
