@@ -13511,13 +13511,16 @@ def jwk_key(jwk):
     """(kid, alg, public key) of a JWK for signatures, RSA (n, e) or EC P-256 (x, y); None for any other key."""
     if not isinstance(jwk, dict) or jwk.get("use", "sig") != "sig":
         return None
+
+    def numbers(*members):  # big-endian unsigned integers in base64url (RFC 7518 §6)
+        return tuple(int.from_bytes(b64url(jwk[member]), "big") for member in members)
     try:
         if jwk.get("kty") == "RSA":
-            alg, key = "RS256", (int.from_bytes(b64url(jwk["n"]), "big"), int.from_bytes(b64url(jwk["e"]), "big"))
+            alg, key = "RS256", numbers("n", "e")
             if key[1] < 3 or not key[1] % 2:  # e = 1: the signature is the padded block, which anyone can write
                 return None
         elif jwk.get("kty") == "EC" and jwk.get("crv") == "P-256" and len(b64url(jwk["x"])) == len(b64url(jwk["y"])) == 32:
-            alg, key = "ES256", (int.from_bytes(b64url(jwk["x"]), "big"), int.from_bytes(b64url(jwk["y"]), "big"))
+            alg, key = "ES256", numbers("x", "y")
             if not p256_on_curve(key):
                 return None
         else:
