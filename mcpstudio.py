@@ -9955,10 +9955,10 @@ class _HttpChannel:
 
     def _headers(self, message=None, url=None):
         headers = dict({"Accept": "application/json, text/event-stream"}, **self.spec.headers)
-        url = url or self.post_url
-        if self.upstream.bearer and _origin(url) == _origin(self.spec.url):  # the person's own, for this server
+        here = _origin(url or self.post_url) == _origin(self.spec.url)  # the server's origin: where a token is for
+        if self.upstream.bearer and here:  # the person's own, for this server
             headers["Authorization"] = "Bearer " + self.upstream.bearer
-        elif self.oauth and (url == self.spec.url or _origin(url) == _origin(self.spec.url)):  # where issued
+        elif self.oauth and here:  # where issued
             bearer = self.oauth.header()
             if bearer:
                 headers["Authorization"] = bearer
@@ -10011,7 +10011,7 @@ class _HttpChannel:
             self.loop.call_soon_threadsafe(self.upstream.lost, self, reason)
 
     @staticmethod
-    def _events(response, seen=None):
+    def _events(response, seen):
         """(event, data) of an SSE body, as they arrive; `seen` (a dict) keeps the stream's last
         event `id` and `retry` (milliseconds), what resuming it takes (SEP-1699)."""
         event, data = "message", []
@@ -10027,9 +10027,9 @@ class _HttpChannel:
                 data.append(value)
             elif field == "event":
                 event = value.strip()
-            elif field == "id" and seen is not None and "\0" not in value:
+            elif field == "id" and "\0" not in value:
                 seen["id"] = value
-            elif field == "retry" and seen is not None and value.isdigit():
+            elif field == "retry" and value.isdigit():
                 seen["retry"] = int(value)
 
     def _answered(self, response, request_id, seen):
@@ -10070,7 +10070,7 @@ class _HttpChannel:
             if response.status != 200:
                 raise OSError("GET %s answered HTTP %d" % (self.upstream.log.mask(self.spec.url), response.status))
             self.stream.settimeout(None)  # a stream: quiet for as long as the server likes
-            for event, data in self._events(response):
+            for event, data in self._events(response, {}):
                 if event == "endpoint":
                     endpoint = urllib.parse.urljoin(self.spec.url, data.strip())
                     if _origin(endpoint) != _origin(self.spec.url):  # the config's headers would go there
