@@ -13678,9 +13678,7 @@ class SignIn:
 
     def metadata_url(self, namespace=None):
         """Where the RFC 9728 document of `namespace`'s URL is (§3.1: the resource's path after the well-known one)."""
-        import urllib.parse
-        path = urllib.parse.urlsplit(self.resource(namespace)).path.rstrip("/")
-        return _origin(self.audience) + "/.well-known/oauth-protected-resource" + path
+        return protected_resource_urls(self.resource(namespace))[0]
 
     async def person(self, token, namespace=None):
         """The Person `token` names for the MCP URL of `namespace` (None: the server's own); TokenError if none."""
