@@ -12661,13 +12661,15 @@ class Aggregator(Source):
 
     async def list_resources(self):
         """Every running or cached upstream's resources."""
-        return await self._listing_of("resources", "uri", self._uris, "list_resources")
+        return await self._listing_of("resources", "uri", "list_resources")
 
     async def list_resource_templates(self):
         """Every running or cached upstream's resource templates."""
-        return await self._listing_of("resourceTemplates", None, None, "list_resource_templates")
+        return await self._listing_of("resourceTemplates", None, "list_resource_templates")
 
-    async def _listing_of(self, key, route_key, table, local_method):
+    async def _listing_of(self, key, route_key, local_method):
+        """Its local sources' `local_method`, then its servers' `key` items; with a `route_key` (resources: the
+        URI) each is routed by it (_uris), a URI that several servers list being served by none."""
         await self._discover()
         listing, routes = [], {}
         for source in self.local:
@@ -12687,9 +12689,8 @@ class Aggregator(Source):
                         continue  # a server that lists a URI twice: the first
                     routes[item[route_key]] = upstream.spec.id
                 listing.append(item)
-        if table is not None:
-            table.clear()
-            table.update(routes)
+        if route_key is not None:
+            self._uris = routes
         return listing
 
     async def read_resource(self, uri, ctx):
