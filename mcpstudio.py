@@ -10142,6 +10142,7 @@ class _HttpChannel:
 
     def _post(self, message):
         import http.client
+        method = message.get("method")
         request_id = message.get("id") if "method" in message else None
         connection = None
         try:
@@ -10170,16 +10171,16 @@ class _HttpChannel:
                     self.oauth.challenge(response.status, challenge, tries, headers.get("Authorization"))
                 if request_id is None:  # a notification: accepted before the next leaves
                     response.read()
-                    if message.get("method") == "notifications/initialized" and self.spec.transport == "http" \
+                    if method == "notifications/initialized" and self.spec.transport == "http" \
                             and self.session_id:
                         threading.Thread(target=self._standalone, daemon=True).start()
                     return
-            if message.get("method") == "initialize" and response.getheader("Mcp-Session-Id"):
+            if method == "initialize" and response.getheader("Mcp-Session-Id"):
                 self.session_id = response.getheader("Mcp-Session-Id").strip()
             if response.status == 202:
                 response.read()
                 return
-            if response.status == 404 and self.session_id and message.get("method") != "initialize" \
+            if response.status == 404 and self.session_id and method != "initialize" \
                     and META_VERSION not in _object(_object(message.get("params")).get("_meta")):
                 response.read()
                 self._fail("its session ended (HTTP 404)")
@@ -10218,7 +10219,7 @@ class _HttpChannel:
             if request_id is not None:
                 self._deliver(_error_response(request_id, McpError(SERVER_SIGN_IN, str(exc))))
             else:
-                self.upstream.server_log.note("%s was not sent: %s" % (message.get("method"), exc))
+                self.upstream.server_log.note("%s was not sent: %s" % (method, exc))
         except (OSError, http.client.HTTPException) as exc:
             if request_id is not None and request_id not in self.aborted:  # not cancelled on purpose
                 self._fail("the connection failed: %s" % (exc or type(exc).__name__))
