@@ -9347,9 +9347,9 @@ class OAuthClient:
         if resource is not None:
             raise OAuthError("authorization server %s publishes no metadata (looked at %s)"
                              % (issuer, ", ".join(authorization_server_urls(issuer))))
-        base = _origin(self.url)
-        return None, issuer, {"issuer": issuer, "authorization_endpoint": base + "/authorize",
-                              "token_endpoint": base + "/token", "registration_endpoint": base + "/register"}, False
+        # No resource metadata: the issuer is the server's origin (above), whose default endpoints these are
+        return None, issuer, {"issuer": issuer, "authorization_endpoint": issuer + "/authorize",
+                              "token_endpoint": issuer + "/token", "registration_endpoint": issuer + "/register"}, False
 
     def _check_endpoint(self, metadata, key):
         url = metadata.get(key)
