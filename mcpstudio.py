@@ -12340,7 +12340,7 @@ class Aggregator(Source):
             import secrets
             loop = asyncio.get_running_loop()
             shown, elicitation = loop.create_future(), secrets.token_urlsafe(12)
-            oauth = getattr(getattr(getattr(upstream, "client", None), "channel", None), "oauth", None) or OAuthClient(
+            oauth = getattr(upstream.client.channel, "oauth", None) or OAuthClient(  # an Upstream always has a client
                 spec.url, spec.key, spec.oauth, say=lambda text: self.log.info("%s", text), config=self.config_path)
 
             def show(url):
