@@ -311,6 +311,12 @@ def write_private_json(path, data):
         raise
 
 
+def read_private_json(path):
+    """The JSON in a file write_private_json wrote (a symlink in its place is not followed); OSError, ValueError."""
+    with os.fdopen(os.open(path, os.O_RDONLY | (os.O_NOFOLLOW if _POSIX else 0)), encoding="utf-8") as f:
+        return json.load(f)
+
+
 def _loopback(host):
     """True only for `localhost` and loopback addresses (127.0.0.0/8, ::1); never for names."""
     host = host.strip().strip("[]").lower()
@@ -9106,6 +9112,21 @@ def oauth_request(url, data=None, headers=None, limit=1 << 20):
         raise OAuthError("cannot reach %s: %s" % (url, getattr(exc, "reason", None) or exc))
 
 
+def _basic_auth(client_id, secret):
+    """An `Authorization` value for a client at an authorization server: HTTP Basic of the form-encoded id and
+    secret (RFC 6749 §2.3.1)."""
+    import urllib.parse
+    pair = "%s:%s" % (urllib.parse.quote(client_id, safe=""), urllib.parse.quote(secret, safe=""))
+    return "Basic " + base64.b64encode(pair.encode()).decode()
+
+
+def _auth_method(metadata, choices):
+    """The first of `choices` (token endpoint authentication methods) the authorization server's metadata
+    supports (client_secret_basic when it names none, RFC 8414 §2); else the first of `choices`."""
+    supported = metadata.get("token_endpoint_auth_methods_supported") or ["client_secret_basic"]
+    return next((method for method in choices if method in supported), choices[0])
+
+
 def _fetch_json(url, data=None, headers=None):
     """One blocking request (oauth_request): (status, JSON object or None). OAuthError when unreachable."""
     status, _, body = oauth_request(url, data, headers)
@@ -9129,8 +9150,7 @@ class TokenStore:
     def load(self):
         """The kept sign-in, {} without one (a symlink in the file's place is not followed)."""
         try:
-            with os.fdopen(os.open(self.path, os.O_RDONLY | (os.O_NOFOLLOW if _POSIX else 0)), encoding="utf-8") as f:
-                data = json.load(f)
+            data = read_private_json(self.path)
         except (OSError, ValueError):
             return {}
         return data if isinstance(data, dict) and data.get("url") == self.url else {}
@@ -9314,9 +9334,9 @@ class OAuthClient:
         if resource is not None:
             raise OAuthError("authorization server %s publishes no metadata (looked at %s)"
                              % (issuer, ", ".join(authorization_server_urls(issuer))))
-        base = _origin(self.url)
-        return None, issuer, {"issuer": issuer, "authorization_endpoint": base + "/authorize",
-                              "token_endpoint": base + "/token", "registration_endpoint": base + "/register"}, False
+        # No resource metadata: the issuer is the server's origin (above), whose default endpoints these are
+        return None, issuer, {"issuer": issuer, "authorization_endpoint": issuer + "/authorize",
+                              "token_endpoint": issuer + "/token", "registration_endpoint": issuer + "/register"}, False
 
     def _check_endpoint(self, metadata, key):
         url = metadata.get(key)
@@ -9343,8 +9363,7 @@ class OAuthClient:
             raise OAuthError("authorization server %s offers no dynamic client registration: register mcpstudio "
                              "there (redirect URI %s) and put its id in the server's config as \"oauth\": "
                              "{\"clientId\": ...}" % (issuer, redirect_uri))
-        method = next((m for m in ("none", "client_secret_basic", "client_secret_post")
-                       if m in (metadata.get("token_endpoint_auth_methods_supported") or ["client_secret_basic"])), "none")
+        method = _auth_method(metadata, ("none", "client_secret_basic", "client_secret_post"))
         grants = ["authorization_code"]
         if "refresh_token" in (metadata.get("grant_types_supported") or ["authorization_code", "refresh_token"]):
             grants.append("refresh_token")
@@ -9376,13 +9395,11 @@ class OAuthClient:
         secret = client.get("client_secret")
         method = client.get("token_endpoint_auth_method")
         if method is None:
-            method = "none" if not secret else next((m for m in ("client_secret_basic", "client_secret_post") if m in (
-                metadata.get("token_endpoint_auth_methods_supported") or ["client_secret_basic"])), "client_secret_basic")
+            method = "none" if not secret else _auth_method(metadata, ("client_secret_basic", "client_secret_post"))
         headers = {"Content-Type": "application/x-www-form-urlencoded"}
         form = dict(form, client_id=client["client_id"])
         if secret and method == "client_secret_basic":
-            pair = "%s:%s" % (urllib.parse.quote(client["client_id"], safe=""), urllib.parse.quote(secret, safe=""))
-            headers["Authorization"] = "Basic " + base64.b64encode(pair.encode()).decode()
+            headers["Authorization"] = _basic_auth(client["client_id"], secret)
         elif secret and method == "client_secret_post":
             form["client_secret"] = secret
         return self._fetch(self._check_endpoint(metadata, key), urllib.parse.urlencode(form).encode(), headers)
@@ -9925,10 +9942,10 @@ class _HttpChannel:
 
     def _headers(self, message=None, url=None):
         headers = dict({"Accept": "application/json, text/event-stream"}, **self.spec.headers)
-        url = url or self.post_url
-        if self.upstream.bearer and _origin(url) == _origin(self.spec.url):  # the person's own, for this server
+        here = _origin(url or self.post_url) == _origin(self.spec.url)  # the server's origin: where a token is for
+        if self.upstream.bearer and here:  # the person's own, for this server
             headers["Authorization"] = "Bearer " + self.upstream.bearer
-        elif self.oauth and (url == self.spec.url or _origin(url) == _origin(self.spec.url)):  # where issued
+        elif self.oauth and here:  # where issued
             bearer = self.oauth.header()
             if bearer:
                 headers["Authorization"] = bearer
@@ -9981,7 +9998,7 @@ class _HttpChannel:
             self.loop.call_soon_threadsafe(self.upstream.lost, self, reason)
 
     @staticmethod
-    def _events(response, seen=None):
+    def _events(response, seen):
         """(event, data) of an SSE body, as they arrive; `seen` (a dict) keeps the stream's last
         event `id` and `retry` (milliseconds), what resuming it takes (SEP-1699)."""
         event, data = "message", []
@@ -9997,9 +10014,9 @@ class _HttpChannel:
                 data.append(value)
             elif field == "event":
                 event = value.strip()
-            elif field == "id" and seen is not None and "\0" not in value:
+            elif field == "id" and "\0" not in value:
                 seen["id"] = value
-            elif field == "retry" and seen is not None and value.isdigit():
+            elif field == "retry" and value.isdigit():
                 seen["retry"] = int(value)
 
     def _answered(self, response, request_id, seen):
@@ -10040,7 +10057,7 @@ class _HttpChannel:
             if response.status != 200:
                 raise OSError("GET %s answered HTTP %d" % (self.upstream.log.mask(self.spec.url), response.status))
             self.stream.settimeout(None)  # a stream: quiet for as long as the server likes
-            for event, data in self._events(response):
+            for event, data in self._events(response, {}):
                 if event == "endpoint":
                     endpoint = urllib.parse.urljoin(self.spec.url, data.strip())
                     if _origin(endpoint) != _origin(self.spec.url):  # the config's headers would go there
@@ -10112,6 +10129,7 @@ class _HttpChannel:
 
     def _post(self, message):
         import http.client
+        method = message.get("method")
         request_id = message.get("id") if "method" in message else None
         connection = None
         try:
@@ -10140,16 +10158,16 @@ class _HttpChannel:
                     self.oauth.challenge(response.status, challenge, tries, headers.get("Authorization"))
                 if request_id is None:  # a notification: accepted before the next leaves
                     response.read()
-                    if message.get("method") == "notifications/initialized" and self.spec.transport == "http" \
+                    if method == "notifications/initialized" and self.spec.transport == "http" \
                             and self.session_id:
                         threading.Thread(target=self._standalone, daemon=True).start()
                     return
-            if message.get("method") == "initialize" and response.getheader("Mcp-Session-Id"):
+            if method == "initialize" and response.getheader("Mcp-Session-Id"):
                 self.session_id = response.getheader("Mcp-Session-Id").strip()
             if response.status == 202:
                 response.read()
                 return
-            if response.status == 404 and self.session_id and message.get("method") != "initialize" \
+            if response.status == 404 and self.session_id and method != "initialize" \
                     and META_VERSION not in _object(_object(message.get("params")).get("_meta")):
                 response.read()
                 self._fail("its session ended (HTTP 404)")
@@ -10188,7 +10206,7 @@ class _HttpChannel:
             if request_id is not None:
                 self._deliver(_error_response(request_id, McpError(SERVER_SIGN_IN, str(exc))))
             else:
-                self.upstream.server_log.note("%s was not sent: %s" % (message.get("method"), exc))
+                self.upstream.server_log.note("%s was not sent: %s" % (method, exc))
         except (OSError, http.client.HTTPException) as exc:
             if request_id is not None and request_id not in self.aborted:  # not cancelled on purpose
                 self._fail("the connection failed: %s" % (exc or type(exc).__name__))
@@ -11719,10 +11737,14 @@ class Namespace:
                 self.log.warning("%s: %s", self.config_path, note)
         return {spec.id: spec for spec in chosen}
 
+    def overrides(self):
+        """The tool overrides of the chosen namespace itself (its `overrides`), or None."""
+        return (self.plan.namespaces.get(self.name) or {}).get("overrides")
+
     def curate(self, spec: UpstreamSpec, tool):
         """(CuratedTool or None, public name, "file: key" of the override that named it or None) of `spec`'s
         listed `tool` in this namespace; ConfigError for an override the tool's schema refuses."""
-        if not spec.overrides and not (self.plan.namespaces.get(self.name) or {}).get("overrides"):
+        if not spec.overrides and not self.overrides():
             return None, spec.public_name(tool["name"], self.separator), None
         layers, public = self.plan.curation(self.name, spec, tool["name"], self.separator)
         if not layers:
@@ -11732,7 +11754,7 @@ class Namespace:
 
     def curate_name(self, spec: UpstreamSpec, original):
         """The public name `spec`'s tool `original` has in this namespace, overrides applied."""
-        if not spec.overrides and not (self.plan.namespaces.get(self.name) or {}).get("overrides"):
+        if not spec.overrides and not self.overrides():
             return spec.public_name(original, self.separator)
         return self.plan.curation(self.name, spec, original, self.separator)[1]
 
@@ -11796,8 +11818,7 @@ class ManagerTools:
         """What servers_list says of one server (its curated tools too: public name -> the server's name)."""
         known = up.known()
         namespace, curated = self.namespace, {}
-        for tool in (known or {}).get("tools", ()) if up.spec.overrides or (
-                namespace.plan.namespaces.get(namespace.name) or {}).get("overrides") else ():
+        for tool in (known or {}).get("tools", ()) if up.spec.overrides or namespace.overrides() else ():
             layers, public = namespace.plan.curation(namespace.name, up.spec, tool["name"], namespace.separator)
             if layers and namespace.left_out(up.spec, tool["name"]) is None:
                 curated[public] = tool["name"]
@@ -12054,8 +12075,7 @@ class PersonSecrets:
         """{subject: {NAME: value}}; {} when there is no store, or (unless `strict`: ConfigError) one that cannot
         be read."""
         try:
-            with os.fdopen(os.open(self.path, os.O_RDONLY | (os.O_NOFOLLOW if _POSIX else 0)), encoding="utf-8") as f:
-                data = json.load(f)
+            data = read_private_json(self.path)
         except FileNotFoundError:
             return {}
         except (OSError, ValueError) as exc:
@@ -12307,7 +12327,7 @@ class Aggregator(Source):
             import secrets
             loop = asyncio.get_running_loop()
             shown, elicitation = loop.create_future(), secrets.token_urlsafe(12)
-            oauth = getattr(getattr(getattr(upstream, "client", None), "channel", None), "oauth", None) or OAuthClient(
+            oauth = getattr(upstream.client.channel, "oauth", None) or OAuthClient(  # an Upstream always has a client
                 spec.url, spec.key, spec.oauth, say=lambda text: self.log.info("%s", text), config=self.config_path)
 
             def show(url):
@@ -12500,7 +12520,7 @@ class Aggregator(Source):
             # Clients reject a whole listing with one tool lacking an object inputSchema.
             described["inputSchema"] = dict({"type": "object"}, **_object(described.get("inputSchema")))
             tools.append(described)
-        overrides = (self.namespace.plan.namespaces.get(self.namespace.name) or {}).get("overrides")
+        overrides = self.namespace.overrides()
         if overrides and all(u.known() is not None for u in self._active()):  # a server not listed yet may have it
             self.namespace.unmatched(overrides, served, "namespace `%s`" % self.namespace.name,
                                      "against its servers' listings")
@@ -12629,13 +12649,15 @@ class Aggregator(Source):
 
     async def list_resources(self):
         """Every running or cached upstream's resources."""
-        return await self._listing_of("resources", "uri", self._uris, "list_resources")
+        return await self._listing_of("resources", "uri", "list_resources")
 
     async def list_resource_templates(self):
         """Every running or cached upstream's resource templates."""
-        return await self._listing_of("resourceTemplates", None, None, "list_resource_templates")
+        return await self._listing_of("resourceTemplates", None, "list_resource_templates")
 
-    async def _listing_of(self, key, route_key, table, local_method):
+    async def _listing_of(self, key, route_key, local_method):
+        """Its local sources' `local_method`, then its servers' `key` items; with a `route_key` (resources: the
+        URI) each is routed by it (_uris), a URI that several servers list being served by none."""
         await self._discover()
         listing, routes = [], {}
         for source in self.local:
@@ -12655,9 +12677,8 @@ class Aggregator(Source):
                         continue  # a server that lists a URI twice: the first
                     routes[item[route_key]] = upstream.spec.id
                 listing.append(item)
-        if table is not None:
-            table.clear()
-            table.update(routes)
+        if route_key is not None:
+            self._uris = routes
         return listing
 
     async def read_resource(self, uri, ctx):
@@ -13479,13 +13500,16 @@ def jwk_key(jwk):
     """(kid, alg, public key) of a JWK for signatures, RSA (n, e) or EC P-256 (x, y); None for any other key."""
     if not isinstance(jwk, dict) or jwk.get("use", "sig") != "sig":
         return None
+
+    def numbers(*members):  # big-endian unsigned integers in base64url (RFC 7518 §6)
+        return tuple(int.from_bytes(b64url(jwk[member]), "big") for member in members)
     try:
         if jwk.get("kty") == "RSA":
-            alg, key = "RS256", (int.from_bytes(b64url(jwk["n"]), "big"), int.from_bytes(b64url(jwk["e"]), "big"))
+            alg, key = "RS256", numbers("n", "e")
             if key[1] < 3 or not key[1] % 2:  # e = 1: the signature is the padded block, which anyone can write
                 return None
         elif jwk.get("kty") == "EC" and jwk.get("crv") == "P-256" and len(b64url(jwk["x"])) == len(b64url(jwk["y"])) == 32:
-            alg, key = "ES256", (int.from_bytes(b64url(jwk["x"]), "big"), int.from_bytes(b64url(jwk["y"]), "big"))
+            alg, key = "ES256", numbers("x", "y")
             if not p256_on_curve(key):
                 return None
         else:
@@ -13525,6 +13549,11 @@ def jwt_key(header, keys):
             if key_alg == alg and (kid is None or key_id is None or key_id == kid)]
 
 
+def _claim_list(value):
+    """A claim that is one string or a list of them (`aud`), as a list; [] for anything else."""
+    return [value] if isinstance(value, str) else value if isinstance(value, list) else []
+
+
 def jwt_claims(token, keys, issuer, audiences, now, skew=SIGNIN_SKEW):
     """The claims of `token` when one of `keys` signed it, `issuer` issued it, it is for one of `audiences` and
     it is valid at `now` (+/- skew); TokenError saying why not. An unknown `kid` is UnknownKey."""
@@ -13537,9 +13566,8 @@ def jwt_claims(token, keys, issuer, audiences, now, skew=SIGNIN_SKEW):
         raise TokenError("the signature does not verify")
     if claims.get("iss") != issuer:
         raise TokenError("issued by %s, not %s" % (json.dumps(claims.get("iss")), issuer))
-    given = claims.get("aud")
-    given = [given] if isinstance(given, str) else given if isinstance(given, list) else []
-    if not any(isinstance(a, str) and a.rstrip("/") in [b.rstrip("/") for b in audiences] for a in given):
+    if not any(isinstance(a, str) and a.rstrip("/") in [b.rstrip("/") for b in audiences]
+               for a in _claim_list(claims.get("aud"))):
         raise TokenError("its audience %s is not this server (%s)" % (json.dumps(claims.get("aud")), audiences[-1]))
     exp, nbf = claims.get("exp"), claims.get("nbf", 0)
     if type(exp) not in (int, float) or type(nbf) not in (int, float) or not abs(exp) < 1e11 > abs(nbf):
@@ -13578,9 +13606,8 @@ class Person:
     def refuse(self, why):
         """A passthrough server refused the token (expired or revoked there): from now on the gateway refuses it too
         (401 invalid_token, `why` its description), which makes the person's client sign them in again."""
-        import hashlib
         if self.refusals is not None and self.token:
-            self.refusals[hashlib.sha256(self.token.encode("utf-8", "surrogatepass")).hexdigest()] = why
+            self.refusals[_hash(self.token, 64)] = why
             while len(self.refusals) > SIGNIN_ANSWERS:
                 self.refusals.popitem(last=False)
 
@@ -13594,7 +13621,7 @@ class Person:
         email = claims.get("email") if claims.get("email_verified") is not False else None  # not who they are
         return cls(claims["sub"], email if isinstance(email, str) else None,
                    groups if isinstance(groups, list) else [], scopes if isinstance(scopes, list) else [],
-                   [audiences] if isinstance(audiences, str) else audiences if isinstance(audiences, list) else [],
+                   _claim_list(audiences),
                    token=token, refusals=refusals, sign_in=sign_in)
 
 
@@ -13640,15 +13667,12 @@ class SignIn:
 
     def metadata_url(self, namespace=None):
         """Where the RFC 9728 document of `namespace`'s URL is (§3.1: the resource's path after the well-known one)."""
-        import urllib.parse
-        path = urllib.parse.urlsplit(self.resource(namespace)).path.rstrip("/")
-        return _origin(self.audience) + "/.well-known/oauth-protected-resource" + path
+        return protected_resource_urls(self.resource(namespace))[0]
 
     async def person(self, token, namespace=None):
         """The Person `token` names for the MCP URL of `namespace` (None: the server's own); TokenError if none."""
-        import hashlib
         import hmac
-        digest = hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
+        digest = _hash(token, 64)
         for name, (wanted, groups, email) in self.plan["people"].items():
             if hmac.compare_digest(digest, wanted):  # a listed person: never the provider's subject of that name
                 return Person(name, email, groups, self.scopes, key=STATIC_PERSON + name)
@@ -13747,9 +13771,7 @@ class SignIn:
         signIn.clientId, in exchange for `person`'s own, kept until shortly before it expires. TokenError when the
         issuer will not take the person's token (invalid_grant: expired or revoked; they must sign in again),
         OAuthError for anything else (unreachable, or it will not give a token for `resource`)."""
-        import hashlib
-        import urllib.parse
-        key = "%s %s" % (hashlib.sha256(person.token.encode("utf-8", "surrogatepass")).hexdigest(), resource)
+        key = "%s %s" % (_hash(person.token, 64), resource)
         kept = self.exchanged.get(key)
         if kept and kept[0] > time.time():
             return kept[1]
@@ -13758,11 +13780,9 @@ class SignIn:
             await loop.run_in_executor(None, self._metadata)
             if self.token_endpoint is None:
                 raise OAuthError("issuer %s names no https token_endpoint in its metadata" % self.issuer)
-        body = urllib.parse.urlencode({"grant_type": TOKEN_EXCHANGE, "subject_token": person.token,
-                                       "subject_token_type": ACCESS_TOKEN_TYPE, "requested_token_type":
-                                       ACCESS_TOKEN_TYPE, "resource": resource}).encode()
-        status, answer = await loop.run_in_executor(None, lambda: _fetch_json(self.token_endpoint, body, dict(
-            self._client_auth(), **{"Content-Type": "application/x-www-form-urlencoded"})))
+        status, answer = await self._post_form(self.token_endpoint, {
+            "grant_type": TOKEN_EXCHANGE, "subject_token": person.token, "subject_token_type": ACCESS_TOKEN_TYPE,
+            "requested_token_type": ACCESS_TOKEN_TYPE, "resource": resource})
         answer = answer or {}
         given, lifetime = answer.get("access_token"), answer.get("expires_in")
         if status == 200 and isinstance(given, str) and given:
@@ -13778,29 +13798,25 @@ class SignIn:
         raise OAuthError("the identity provider %s gave no token for %s in exchange for yours (%s)"
                          % (self.issuer, resource, said))
 
-    def _client_auth(self):
-        """The gateway's own client at the issuer (signIn.clientId, clientSecret), as HTTP Basic (RFC 6749 2.3.1)."""
-        import base64
+    async def _post_form(self, url, form):
+        """POST `form` to one of the issuer's endpoints as the gateway's own client (signIn.clientId, clientSecret:
+        HTTP Basic, RFC 6749 2.3.1), in a worker thread: (status, JSON object or None); OAuthError when unreachable."""
         import urllib.parse
-        plan = self.plan
-        basic = base64.b64encode(("%s:%s" % (urllib.parse.quote(plan["clientId"], safe=""), urllib.parse.quote(
-            plan["clientSecret"] or "", safe=""))).encode()).decode()
-        return {"Authorization": "Basic " + basic}
+        headers = {"Authorization": _basic_auth(self.plan["clientId"], self.plan["clientSecret"] or ""),
+                   "Content-Type": "application/x-www-form-urlencoded"}
+        body = urllib.parse.urlencode(form).encode()
+        return await asyncio.get_running_loop().run_in_executor(None, _fetch_json, url, body, headers)
 
     async def _introspect(self, token, audiences):
         """RFC 7662: the claims of an active opaque token, checked as a JWT's are (`iss` when given; `aud` always: an
         answer without it is refused)."""
-        import urllib.parse
-        plan = self.plan
-        body = urllib.parse.urlencode({"token": token, "token_type_hint": "access_token"}).encode()
+        url = self.plan["introspection"]
         try:
-            status, claims = await asyncio.get_running_loop().run_in_executor(None, lambda: _fetch_json(
-                plan["introspection"], body, dict(self._client_auth(), **{
-                    "Content-Type": "application/x-www-form-urlencoded"})))
+            status, claims = await self._post_form(url, {"token": token, "token_type_hint": "access_token"})
         except OAuthError as exc:
             status, claims = exc, None
         if status != 200 or not claims:
-            self.log.error("signIn: introspection at %s answered %s", plan["introspection"], status)
+            self.log.error("signIn: introspection at %s answered %s", url, status)
             raise UnknownKey("the introspection endpoint could not check it now")
         if claims.get("active") is not True:
             raise TokenError("the identity provider says it is not active")
@@ -13811,8 +13827,7 @@ class SignIn:
             raise TokenError("the identity provider's introspection answer names no audience (`aud`): it may be a "
                              "token for another service; the provider must give it this server's URL (%s)"
                              % audiences[-1])
-        if not any(isinstance(a, str) and a.rstrip("/") in audiences
-                   for a in ([given] if isinstance(given, str) else given if isinstance(given, list) else [])):
+        if not any(isinstance(a, str) and a.rstrip("/") in audiences for a in _claim_list(given)):
             raise TokenError("it is not for this server (issuer %s, audience %s)" % (claims.get("iss"), given))
         subject = claims.get("sub", claims.get("client_id"))  # a client-credentials token: its client is the subject
         if "exp" in claims and (type(claims["exp"]) not in (int, float) or not abs(claims["exp"]) < 1e11):
@@ -14177,6 +14192,12 @@ def _origin_host(value):
     return _host_name(rest)
 
 
+def _bearer(headers):
+    """The token of a request's `Authorization: Bearer <token>` header (the scheme in any case), or ""."""
+    given = headers.get("authorization", "")
+    return given[7:].strip() if given[:7].lower() == "bearer " else ""
+
+
 def _good_id(message):
     request_id = message.get("id")
     return request_id is None or (isinstance(request_id, ID_TYPES) and not isinstance(request_id, bool))
@@ -14337,12 +14358,12 @@ class SignInGate:
         name = shown if path.startswith(HTTP_PATH + "/") else None
         challenge = 'Bearer resource_metadata="%s"' % self.sign_in.metadata_url(name) + (
             ', scope="%s"' % " ".join(self.sign_in.scopes) if self.sign_in.scopes else "")
-        given = headers.get("authorization", "")
-        if given[:7].lower() != "bearer " or not given[7:].strip():
+        token = _bearer(headers)
+        if not token:
             raise HttpError(401, "sign in first: send `Authorization: Bearer <access token>` (where to get one: %s)"
                             % self.sign_in.metadata_url(name), headers=[("WWW-Authenticate", challenge)])
         try:
-            person = await self.sign_in.person(given[7:].strip(), name)
+            person = await self.sign_in.person(token, name)
         except TokenError as exc:
             why = _header_text(str(exc))
             raise HttpError(401, "the access token is refused: %s" % why, headers=[(
@@ -14556,8 +14577,7 @@ class HttpServer:
         path = target.split("?", 1)[0]
         if self.token is not None and path not in self.server.guard.open:
             import hmac
-            given = headers.get("authorization", "")
-            if not (given[:7].lower() == "bearer " and hmac.compare_digest(given[7:].strip().encode(), self.token.encode())):
+            if not hmac.compare_digest(_bearer(headers).encode(), self.token.encode()):  # never "": no header never passes
                 raise HttpError(401, "a valid `Authorization: Bearer <token>` header is required",
                                 headers=[("WWW-Authenticate", 'Bearer realm="mcpstudio"')])
         if self.gate and path.startswith(WELL_KNOWN_RESOURCE):
