@@ -9372,8 +9372,9 @@ class OAuthClient:
             "response_types": ["code"], "token_endpoint_auth_method": method, "application_type": "native",
         }).encode(), {"Content-Type": "application/json"})
         if status not in (200, 201) or not client or not isinstance(client.get("client_id"), str):
-            raise OAuthError("authorization server %s refused to register mcpstudio (HTTP %d%s)" % (
-                issuer, status, ": %s" % client.get("error_description") or client.get("error") if client else ""))
+            why = client and (client.get("error_description") or client.get("error"))  # RFC 7591, 3.2.2
+            raise OAuthError("authorization server %s refused to register mcpstudio (HTTP %d%s)"
+                             % (issuer, status, ": %s" % why if why else ""))
         client.setdefault("token_endpoint_auth_method", method)
         client.setdefault("redirect_uris", [redirect_uri])
         return client

@@ -10611,7 +10611,8 @@ class OAuthServer(ThreadedHttpServer):
     registers clients, redirects /authorize at once with code, state and iss, checks PKCE at /token and
     grants refresh tokens. `expires_in` sets the tokens' life; `grants` and `registered` record what came.
     Issue 31: `resource_metadata` and `issuers` change what the challenge and the resource metadata name,
-    `token_reply` (status, body, headers) replaces the token endpoint's answer, `revocation` offers RFC 7009
+    `token_reply` (status, body, headers) replaces the token endpoint's answer (`register_reply` the registration
+    endpoint's), `revocation` offers RFC 7009
     revocation (`revoked` holds the tokens revoked); `seen` holds (method, path, headers) of every request."""
 
     def __init__(self, expires_in=3600):
@@ -10622,7 +10623,7 @@ class OAuthServer(ThreadedHttpServer):
         owner, codes, tokens = self, {}, {}
         self.tokens = tokens  # token -> (kind, until): cleared, every token is refused (revoked)
         self.expires_in, self.grants, self.registered, self.authorized = expires_in, [], [], []
-        self.resource_metadata = self.issuers = self.token_reply = None
+        self.resource_metadata = self.issuers = self.token_reply = self.register_reply = None
         self.revocation, self.revoked, self.seen = True, [], []
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -10675,6 +10676,8 @@ class OAuthServer(ThreadedHttpServer):
                 elif self.path == "/revoke":
                     owner.revoked.append(dict(urllib.parse.parse_qsl(raw.decode()))["token"])
                     self.reply(200)
+                elif self.path == "/register" and owner.register_reply:
+                    self.reply(*owner.register_reply)
                 elif self.path == "/register":
                     owner.registered.append(json.loads(raw))
                     self.reply(201, dict(json.loads(raw), client_id="client-%d" % len(owner.registered)))
@@ -11028,6 +11031,16 @@ class OAuthHardeningTests(OAuthCase):
         self.assertTrue(any(headers.get("Authorization", "").startswith("Basic ")
                             for _, path, headers in self.server.seen if path == "/token"))  # sent where it belongs
         self.assertEqual(elsewhere.seen, [])
+
+    def test_a_refused_registration_says_why(self):
+        # RFC 7591's error, with or without its description: the description where there is one, else the code.
+        for body, why in (({"error": "invalid_redirect_uri", "error_description": "loopback only"}, ": loopback only"),
+                          ({"error": "invalid_client_metadata"}, ": invalid_client_metadata"), ({}, "")):
+            with self.subTest(body=body):
+                self.server.register_reply = (400, body, [])
+                login = self.run_cli("login", "files", "--config", self.config)
+                self.assertEqual(login.returncode, 1)
+                self.assertIn("refused to register mcpstudio (HTTP 400%s)" % why, login.stderr)
 
     def test_a_servers_text_is_printed_without_control_characters(self):
         self.server.token_reply = (400, {"error": "invalid_grant",
