@@ -3243,12 +3243,12 @@ def masked_arguments(arguments, schema):
             found.append(_text(value))
 
     def masked(value, schema):
-        schema = schema if isinstance(schema, dict) else {}
+        schema = _object(schema)
         if isinstance(value, dict):
-            properties = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+            properties = _object(schema.get("properties"))
             out = {}
             for name, item in match_spellings(value, properties).items():
-                prop = properties.get(name) if isinstance(properties.get(name), dict) else {}
+                prop = _object(properties.get(name))
                 if looks_secret(name) or prop.get("writeOnly"):
                     collect(item)
                     out[name] = "***"
@@ -3325,8 +3325,8 @@ class Log:
             text = text.replace(secret, "***")
         return text
 
-    def _write(self, level, message, to_stderr):
-        message = self.mask(message)
+    def _write(self, level, to_stderr, fmt, args):
+        message = self.mask(fmt % args if args else fmt)
         # A log that cannot be written (stderr closed, disk full) must never
         # stop the server: the line is dropped.
         if to_stderr:
@@ -3344,20 +3344,20 @@ class Log:
     def debug(self, fmt, *args):
         """Log a debug line (written only with --debug or --log)."""
         if self.enabled:
-            self._write("debug", fmt % args if args else fmt, self.debug_enabled)
+            self._write("debug", self.debug_enabled, fmt, args)
 
     def info(self, fmt, *args):
         """Log an info line."""
-        self._write("info", fmt % args if args else fmt, "info" not in self.quiet)
+        self._write("info", "info" not in self.quiet, fmt, args)
 
     def warning(self, fmt, *args):
         """Log a warning."""
         self.warnings += 1
-        self._write("warning", fmt % args if args else fmt, "warning" not in self.quiet)
+        self._write("warning", "warning" not in self.quiet, fmt, args)
 
     def error(self, fmt, *args):
         """Log an error."""
-        self._write("error", fmt % args if args else fmt, True)
+        self._write("error", True, fmt, args)
 
     def wire(self, direction, data):
         """Record one protocol message in the log file, the secrets of a call's arguments and of a form's answer
@@ -3373,7 +3373,7 @@ class Log:
             if any(changed for _, changed in masked):
                 text = json.dumps([item for item, _ in masked] if isinstance(message, list) else masked[0][0],
                                   ensure_ascii=False)
-            self._write("wire", "%s %s" % (direction, text), False)
+            self._write("wire", False, "%s %s", (direction, text))
 
     def _masked(self, message):
         """(`message` with its secrets masked, whether it had any): a tools/call's arguments by its tool's schema, an
