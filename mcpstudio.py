@@ -5409,7 +5409,6 @@ class ScriptDirectory(Source):
 
     def _walk(self):
         """rel path -> (real path, size, mtime) for every candidate script."""
-        from fnmatch import fnmatchcase
         found = {}
         for folder, dirs, files in os.walk(self.root):
             rel_folder = os.path.relpath(folder, self.root)
@@ -5426,15 +5425,15 @@ class ScriptDirectory(Source):
                     self.log.warn_once("script %s left out: its name is not valid UTF-8, which tool names must be; "
                                        "rename it", ascii(os.fsencode(path))[2:-1])
                     continue
-                if self.include and not any(fnmatchcase(rel, g) for g in self.include):
+                if self.include and not _match(rel, self.include):
                     continue
-                if any(fnmatchcase(rel, g) for g in self.exclude):
+                if _match(rel, self.exclude):
                     continue
                 try:
                     st = os.stat(path)
                 except OSError:
                     continue
-                if not (st.st_mode & 0o170000 == 0o100000) or not _script_argv(path):
+                if not stat.S_ISREG(st.st_mode) or not _script_argv(path):
                     self.log.debug("scripts: %s skipped (not an executable file)", rel)
                     continue
                 found[rel] = (os.path.realpath(path), st.st_size, st.st_mtime_ns)
