@@ -6330,9 +6330,8 @@ class TaskStore:
         for task in [t for t in self.tasks.values() if t.expires is not None and t.expires <= now]:
             del self.tasks[task.id]
         for task in [t for t in self.tasks.values() if t.expires is None and t.created + t.ttl / 1000.0 <= now]:
-            task.job.cancel()  # still running at the end of its ttl: nobody may read it any more
-            task.end("cancelled")
-            task.message = "its ttl of %d ms ran out" % task.ttl
+            # still running at the end of its ttl: nobody may read it any more
+            self.cancel(task, "its ttl of %d ms ran out" % task.ttl)
 
     def full(self):
         """Whether a new task would find no room (every kept task still running)."""
@@ -6398,11 +6397,11 @@ class TaskStore:
                 "and only for the session that made them"))
         return task
 
-    def cancel(self, task: Task):
-        """Stop the task's command (its process group) and mark it cancelled at once."""
+    def cancel(self, task: Task, why="cancelled by the client"):
+        """Stop the task's command (its process group) and mark it cancelled at once, saying `why`."""
         task.job.cancel()
         task.end("cancelled")
-        task.message = "cancelled by the client"
+        task.message = why
 
     def owned(self, ctx: CallContext):
         self._sweep()
