@@ -1750,6 +1750,11 @@ def _item(text):
     return text[:2] in ("- ", "-\t") or text == "-"
 
 
+def _blank_or_comment(text):
+    """Whether a line's text (or what is left of it) is blanks only or a comment: nothing to read."""
+    return text.strip(" \t")[:1] in ("", "#")
+
+
 class _Yaml:
     """One frontmatter's lines, read top to bottom (see the grammar above)."""
 
@@ -1781,7 +1786,7 @@ class _Yaml:
 
     def skip(self):
         """Past blank and comment lines."""
-        while self.i < len(self.lines) and self.lines[self.i].strip(" \t")[:1] in ("", "#"):
+        while self.i < len(self.lines) and _blank_or_comment(self.lines[self.i]):
             self.i += 1
 
     def document(self):
@@ -1827,7 +1832,7 @@ class _Yaml:
             rest = line[n + 1:]
             col = n + 1 + len(rest) - len(rest.lstrip(" "))
             text = line[col:]
-            if text.strip(" \t")[:1] not in ("", "#") and (_item(text) or self.is_key(text)):
+            if not _blank_or_comment(text) and (_item(text) or self.is_key(text)):
                 self.lines[self.i] = " " * col + text  # `- k: v` / `- - x`: a block starting at the item's text
                 result.append(self.block(col))
             else:
@@ -1884,7 +1889,7 @@ class _Yaml:
         line = self.lines[self.i]
         text = line[col:].lstrip(" \t")
         col = len(line) - len(text)
-        if text[:1] in ("", "#"):  # the value is on the lines below, or null
+        if _blank_or_comment(text):  # the value is on the lines below, or null
             self.i += 1
             self.skip()
             if self.i < len(self.lines):
@@ -1981,7 +1986,7 @@ class _Yaml:
         value, end = self.flow_node(text, start)  # a quote, [ or {
         self.i += text.count("\n", start, end)
         rest = text[end:self.starts[self.i + 1] - 1]
-        if rest.strip(" \t")[:1] not in ("", "#") or rest[:1] == "#":
+        if not _blank_or_comment(rest) or rest[:1] == "#":
             raise self.error("unexpected text after the value: %s" % rest.strip())
         self.i += 1
         return value
