@@ -2889,7 +2889,7 @@ def program_not_found(program, env=None):
 
 def _argv_text(argv):
     import shlex
-    return " ".join(shlex.quote(str(a)) for a in argv)
+    return shlex.join(map(str, argv))
 
 
 class ProcessRunner:
