@@ -7150,8 +7150,9 @@ SEARCH_SERVERS_SHOWN = 40  # servers the search tool's description names, the mo
 def servers_behind(tools):
     """The sentence that names the servers behind a search and how many tools each has (a query that names the
     service finds its tools), or "" when the tools name no server (`[server] ...` descriptions)."""
-    counts = collections.Counter(str(tool.get("description"))[1:].partition("] ")[0] for tool in tools
-                                 if str(tool.get("description")).startswith("[") and "] " in str(tool.get("description")))
+    descriptions = (str(tool.get("description")) for tool in tools)
+    counts = collections.Counter(text[1:].partition("] ")[0] for text in descriptions
+                                 if text.startswith("[") and "] " in text)
     ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
     shown = ", ".join("%s (%d)" % item for item in ranked[:SEARCH_SERVERS_SHOWN])
     more = len(ranked) - SEARCH_SERVERS_SHOWN
