@@ -3154,8 +3154,8 @@ _ESCAPED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 def visible_text(text):
     """`text` of the model's as a confirmation shows it: each invisible or control character as a visible escape
     (\\n, \\x1b, \\u202e), a run of more than two spaces as `[N spaces]`: one line, no padding, nothing hidden."""
-    text = _INVISIBLE.sub(lambda match: _ESCAPED.get(match.group(), "\\x%02x" % ord(match.group()) if ord(match.group()) < 256
-                                                     else "\\u%04x" % ord(match.group())), text)
+    text = _INVISIBLE.sub(lambda match: _ESCAPED.get(match.group(), ("\\x%02x" if ord(match.group()) < 256 else "\\u%04x")
+                                                     % ord(match.group())), text)
     return re.sub(r" {3,}", lambda match: " [%d spaces] " % len(match.group()), text)
 
 
