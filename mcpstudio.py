@@ -4490,12 +4490,8 @@ def call_folders():
     user = str(os.getuid()) if _POSIX else re.sub(r"[^A-Za-z0-9_-]", "_", os.environ.get("USERNAME", "user"))
     parent = os.path.join(tempfile.gettempdir(), "mcpstudio-" + user)
     try:
-        os.mkdir(parent, 0o700)
-    except FileExistsError:
-        pass
-    except OSError:
-        return None
-    try:
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(parent, 0o700)
         info = os.lstat(parent)
     except OSError:
         return None
