@@ -3578,9 +3578,9 @@ class StdioFraming:
     def _line(self, line, out):
         if line.endswith(b"\r"):
             line = line[:-1]
-        if self._header is not None:  # in a header block
-            restart = line[:15].lower() == b"content-length:"  # a new message's header: the block never ended
-            if _STDIO_HEADER.match(line) and not restart:
+        length_line = line[:15].lower() == b"content-length:"
+        if self._header is not None:  # in a header block; a Content-Length line: a new message's, the block never ended
+            if _STDIO_HEADER.match(line) and not length_line:
                 return  # another header (Content-Type): not needed
             length, self._header = self._header, None
             if line.strip():  # not a header: the block never ended, and this line stands on its own
@@ -3595,7 +3595,7 @@ class StdioFraming:
                 out.append((self._too_large(), CONTENT_LENGTH))
             else:
                 self._body = length
-        elif line[:15].lower() == b"content-length:":
+        elif length_line:
             value = line[15:].strip()
             if value.isdigit() and len(value) <= 18:
                 self._header = int(value)
