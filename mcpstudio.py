@@ -5585,8 +5585,7 @@ class ScriptDirectory(Source):
         tool = (await self._current()).get(name)
         if not tool:
             raise ToolError("The script behind `%s` is gone; list the tools again." % name)
-        values = dict(tool.defaults)
-        values.update(match_spellings(arguments, tool.schema["properties"]))
+        values = dict(tool.defaults, **match_spellings(arguments, tool.schema["properties"]))
         problems = validate(values, tool.schema)
         if problems:
             raise ToolError(_argument_help(name, problems, tool.schema))
