@@ -4845,9 +4845,8 @@ class RunSettings:
     def run(self, runner: ProcessRunner, argv, **options):
         """`runner.run(argv)` with these settings' environment, folder, time limit and output limit,
         unless `options` say otherwise."""
-        given = {"env": self.env, "cwd": self.cwd, "timeout": self.timeout, "output_limit": self.max_output}
-        given.update(options)
-        return runner.run(argv, **given)
+        return runner.run(argv, **{"env": self.env, "cwd": self.cwd, "timeout": self.timeout,
+                                   "output_limit": self.max_output, **options})
 
     def budget(self, ctx: CallContext, whole=False):
         """This call's OutputBudget: unlimited without a store, or for output that is kept `whole` (JSON)."""
