@@ -1756,6 +1756,11 @@ def _item(text):
     return text[:2] in ("- ", "-\t") or text == "-"
 
 
+def _blank_or_comment(text):
+    """Whether a line's text (or what is left of it) is blanks only or a comment: nothing to read."""
+    return text.strip(" \t")[:1] in ("", "#")
+
+
 class _Yaml:
     """One frontmatter's lines, read top to bottom (see the grammar above)."""
 
@@ -1787,7 +1792,7 @@ class _Yaml:
 
     def skip(self):
         """Past blank and comment lines."""
-        while self.i < len(self.lines) and self.lines[self.i].strip(" \t")[:1] in ("", "#"):
+        while self.i < len(self.lines) and _blank_or_comment(self.lines[self.i]):
             self.i += 1
 
     def document(self):
@@ -1833,7 +1838,7 @@ class _Yaml:
             rest = line[n + 1:]
             col = n + 1 + len(rest) - len(rest.lstrip(" "))
             text = line[col:]
-            if text.strip(" \t")[:1] not in ("", "#") and (_item(text) or self.is_key(text)):
+            if not _blank_or_comment(text) and (_item(text) or self.is_key(text)):
                 self.lines[self.i] = " " * col + text  # `- k: v` / `- - x`: a block starting at the item's text
                 result.append(self.block(col))
             else:
@@ -1890,7 +1895,7 @@ class _Yaml:
         line = self.lines[self.i]
         text = line[col:].lstrip(" \t")
         col = len(line) - len(text)
-        if text[:1] in ("", "#"):  # the value is on the lines below, or null
+        if _blank_or_comment(text):  # the value is on the lines below, or null
             self.i += 1
             self.skip()
             if self.i < len(self.lines):
@@ -1987,7 +1992,7 @@ class _Yaml:
         value, end = self.flow_node(text, start)  # a quote, [ or {
         self.i += text.count("\n", start, end)
         rest = text[end:self.starts[self.i + 1] - 1]
-        if rest.strip(" \t")[:1] not in ("", "#") or rest[:1] == "#":
+        if not _blank_or_comment(rest) or rest[:1] == "#":
             raise self.error("unexpected text after the value: %s" % rest.strip())
         self.i += 1
         return value
@@ -2890,7 +2895,7 @@ def program_not_found(program, env=None):
 
 def _argv_text(argv):
     import shlex
-    return " ".join(shlex.quote(str(a)) for a in argv)
+    return shlex.join(map(str, argv))
 
 
 class ProcessRunner:
@@ -3155,8 +3160,8 @@ _ESCAPED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 def visible_text(text):
     """`text` of the model's as a confirmation shows it: each invisible or control character as a visible escape
     (\\n, \\x1b, \\u202e), a run of more than two spaces as `[N spaces]`: one line, no padding, nothing hidden."""
-    text = _INVISIBLE.sub(lambda match: _ESCAPED.get(match.group(), "\\x%02x" % ord(match.group()) if ord(match.group()) < 256
-                                                     else "\\u%04x" % ord(match.group())), text)
+    text = _INVISIBLE.sub(lambda match: _ESCAPED.get(match.group(), ("\\x%02x" if ord(match.group()) < 256 else "\\u%04x")
+                                                     % ord(match.group())), text)
     return re.sub(r" {3,}", lambda match: " [%d spaces] " % len(match.group()), text)
 
 
@@ -3249,12 +3254,12 @@ def masked_arguments(arguments, schema):
             found.append(_text(value))
 
     def masked(value, schema):
-        schema = schema if isinstance(schema, dict) else {}
+        schema = _object(schema)
         if isinstance(value, dict):
-            properties = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+            properties = _object(schema.get("properties"))
             out = {}
             for name, item in match_spellings(value, properties).items():
-                prop = properties.get(name) if isinstance(properties.get(name), dict) else {}
+                prop = _object(properties.get(name))
                 if looks_secret(name) or prop.get("writeOnly"):
                     collect(item)
                     out[name] = "***"
@@ -3331,8 +3336,8 @@ class Log:
             text = text.replace(secret, "***")
         return text
 
-    def _write(self, level, message, to_stderr):
-        message = self.mask(message)
+    def _write(self, level, to_stderr, fmt, args):
+        message = self.mask(fmt % args if args else fmt)
         # A log that cannot be written (stderr closed, disk full) must never
         # stop the server: the line is dropped.
         if to_stderr:
@@ -3350,20 +3355,20 @@ class Log:
     def debug(self, fmt, *args):
         """Log a debug line (written only with --debug or --log)."""
         if self.enabled:
-            self._write("debug", fmt % args if args else fmt, self.debug_enabled)
+            self._write("debug", self.debug_enabled, fmt, args)
 
     def info(self, fmt, *args):
         """Log an info line."""
-        self._write("info", fmt % args if args else fmt, "info" not in self.quiet)
+        self._write("info", "info" not in self.quiet, fmt, args)
 
     def warning(self, fmt, *args):
         """Log a warning."""
         self.warnings += 1
-        self._write("warning", fmt % args if args else fmt, "warning" not in self.quiet)
+        self._write("warning", "warning" not in self.quiet, fmt, args)
 
     def error(self, fmt, *args):
         """Log an error."""
-        self._write("error", fmt % args if args else fmt, True)
+        self._write("error", True, fmt, args)
 
     def wire(self, direction, data):
         """Record one protocol message in the log file, the secrets of a call's arguments and of a form's answer
@@ -3379,7 +3384,7 @@ class Log:
             if any(changed for _, changed in masked):
                 text = json.dumps([item for item, _ in masked] if isinstance(message, list) else masked[0][0],
                                   ensure_ascii=False)
-            self._write("wire", "%s %s" % (direction, text), False)
+            self._write("wire", False, "%s %s", (direction, text))
 
     def _masked(self, message):
         """(`message` with its secrets masked, whether it had any): a tools/call's arguments by its tool's schema, an
@@ -3579,9 +3584,9 @@ class StdioFraming:
     def _line(self, line, out):
         if line.endswith(b"\r"):
             line = line[:-1]
-        if self._header is not None:  # in a header block
-            restart = line[:15].lower() == b"content-length:"  # a new message's header: the block never ended
-            if _STDIO_HEADER.match(line) and not restart:
+        length_line = line[:15].lower() == b"content-length:"
+        if self._header is not None:  # in a header block; a Content-Length line: a new message's, the block never ended
+            if _STDIO_HEADER.match(line) and not length_line:
                 return  # another header (Content-Type): not needed
             length, self._header = self._header, None
             if line.strip():  # not a header: the block never ended, and this line stands on its own
@@ -3596,7 +3601,7 @@ class StdioFraming:
                 out.append((self._too_large(), CONTENT_LENGTH))
             else:
                 self._body = length
-        elif line[:15].lower() == b"content-length:":
+        elif length_line:
             value = line[15:].strip()
             if value.isdigit() and len(value) <= 18:
                 self._header = int(value)
@@ -4491,12 +4496,8 @@ def call_folders():
     user = str(os.getuid()) if _POSIX else re.sub(r"[^A-Za-z0-9_-]", "_", os.environ.get("USERNAME", "user"))
     parent = os.path.join(tempfile.gettempdir(), "mcpstudio-" + user)
     try:
-        os.mkdir(parent, 0o700)
-    except FileExistsError:
-        pass
-    except OSError:
-        return None
-    try:
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(parent, 0o700)
         info = os.lstat(parent)
     except OSError:
         return None
@@ -4850,9 +4851,8 @@ class RunSettings:
     def run(self, runner: ProcessRunner, argv, **options):
         """`runner.run(argv)` with these settings' environment, folder, time limit and output limit,
         unless `options` say otherwise."""
-        given = {"env": self.env, "cwd": self.cwd, "timeout": self.timeout, "output_limit": self.max_output}
-        given.update(options)
-        return runner.run(argv, **given)
+        return runner.run(argv, **{"env": self.env, "cwd": self.cwd, "timeout": self.timeout,
+                                   "output_limit": self.max_output, **options})
 
     def budget(self, ctx: CallContext, whole=False):
         """This call's OutputBudget: unlimited without a store, or for output that is kept `whole` (JSON)."""
@@ -5415,7 +5415,6 @@ class ScriptDirectory(Source):
 
     def _walk(self):
         """rel path -> (real path, size, mtime) for every candidate script."""
-        from fnmatch import fnmatchcase
         found = {}
         for folder, dirs, files in os.walk(self.root):
             rel_folder = os.path.relpath(folder, self.root)
@@ -5432,15 +5431,15 @@ class ScriptDirectory(Source):
                     self.log.warn_once("script %s left out: its name is not valid UTF-8, which tool names must be; "
                                        "rename it", ascii(os.fsencode(path))[2:-1])
                     continue
-                if self.include and not any(fnmatchcase(rel, g) for g in self.include):
+                if self.include and not _match(rel, self.include):
                     continue
-                if any(fnmatchcase(rel, g) for g in self.exclude):
+                if _match(rel, self.exclude):
                     continue
                 try:
                     st = os.stat(path)
                 except OSError:
                     continue
-                if not (st.st_mode & 0o170000 == 0o100000) or not _script_argv(path):
+                if not stat.S_ISREG(st.st_mode) or not _script_argv(path):
                     self.log.debug("scripts: %s skipped (not an executable file)", rel)
                     continue
                 found[rel] = (os.path.realpath(path), st.st_size, st.st_mtime_ns)
@@ -5591,8 +5590,7 @@ class ScriptDirectory(Source):
         tool = (await self._current()).get(name)
         if not tool:
             raise ToolError("The script behind `%s` is gone; list the tools again." % name)
-        values = dict(tool.defaults)
-        values.update(match_spellings(arguments, tool.schema["properties"]))
+        values = dict(tool.defaults, **match_spellings(arguments, tool.schema["properties"]))
         problems = validate(values, tool.schema)
         if problems:
             raise ToolError(_argument_help(name, problems, tool.schema))
@@ -6337,9 +6335,8 @@ class TaskStore:
         for task in [t for t in self.tasks.values() if t.expires is not None and t.expires <= now]:
             del self.tasks[task.id]
         for task in [t for t in self.tasks.values() if t.expires is None and t.created + t.ttl / 1000.0 <= now]:
-            task.job.cancel()  # still running at the end of its ttl: nobody may read it any more
-            task.end("cancelled")
-            task.message = "its ttl of %d ms ran out" % task.ttl
+            # still running at the end of its ttl: nobody may read it any more
+            self.cancel(task, "its ttl of %d ms ran out" % task.ttl)
 
     def full(self):
         """Whether a new task would find no room (every kept task still running)."""
@@ -6405,11 +6402,11 @@ class TaskStore:
                 "and only for the session that made them"))
         return task
 
-    def cancel(self, task: Task):
-        """Stop the task's command (its process group) and mark it cancelled at once."""
+    def cancel(self, task: Task, why="cancelled by the client"):
+        """Stop the task's command (its process group) and mark it cancelled at once, saying `why`."""
         task.job.cancel()
         task.end("cancelled")
-        task.message = "cancelled by the client"
+        task.message = why
 
     def owned(self, ctx: CallContext):
         self._sweep()
@@ -7153,8 +7150,9 @@ SEARCH_SERVERS_SHOWN = 40  # servers the search tool's description names, the mo
 def servers_behind(tools):
     """The sentence that names the servers behind a search and how many tools each has (a query that names the
     service finds its tools), or "" when the tools name no server (`[server] ...` descriptions)."""
-    counts = collections.Counter(str(tool.get("description"))[1:].partition("] ")[0] for tool in tools
-                                 if str(tool.get("description")).startswith("[") and "] " in str(tool.get("description")))
+    descriptions = (str(tool.get("description")) for tool in tools)
+    counts = collections.Counter(text[1:].partition("] ")[0] for text in descriptions
+                                 if text.startswith("[") and "] " in text)
     ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
     shown = ", ".join("%s (%d)" % item for item in ranked[:SEARCH_SERVERS_SHOWN])
     more = len(ranked) - SEARCH_SERVERS_SHOWN
