@@ -3336,8 +3336,8 @@ class Log:
             text = text.replace(secret, "***")
         return text
 
-    def _write(self, level, to_stderr, fmt, args):
-        message = self.mask(fmt % args if args else fmt)
+    def _write(self, level, message, to_stderr):
+        message = self.mask(message)
         # A log that cannot be written (stderr closed, disk full) must never
         # stop the server: the line is dropped.
         if to_stderr:
@@ -3355,20 +3355,20 @@ class Log:
     def debug(self, fmt, *args):
         """Log a debug line (written only with --debug or --log)."""
         if self.enabled:
-            self._write("debug", self.debug_enabled, fmt, args)
+            self._write("debug", fmt % args if args else fmt, self.debug_enabled)
 
     def info(self, fmt, *args):
         """Log an info line."""
-        self._write("info", "info" not in self.quiet, fmt, args)
+        self._write("info", fmt % args if args else fmt, "info" not in self.quiet)
 
     def warning(self, fmt, *args):
         """Log a warning."""
         self.warnings += 1
-        self._write("warning", "warning" not in self.quiet, fmt, args)
+        self._write("warning", fmt % args if args else fmt, "warning" not in self.quiet)
 
     def error(self, fmt, *args):
         """Log an error."""
-        self._write("error", True, fmt, args)
+        self._write("error", fmt % args if args else fmt, True)
 
     def wire(self, direction, data):
         """Record one protocol message in the log file, the secrets of a call's arguments and of a form's answer
@@ -3384,7 +3384,7 @@ class Log:
             if any(changed for _, changed in masked):
                 text = json.dumps([item for item, _ in masked] if isinstance(message, list) else masked[0][0],
                                   ensure_ascii=False)
-            self._write("wire", False, "%s %s", (direction, text))
+            self._write("wire", "%s %s" % (direction, text), False)
 
     def _masked(self, message):
         """(`message` with its secrets masked, whether it had any): a tools/call's arguments by its tool's schema, an

@@ -18437,6 +18437,26 @@ class TuiWithoutTerminalTests(ScratchDir):
         self.assertIn("tui needs a terminal", proc.stderr)
         self.assertIn("mcpstudio status", proc.stderr)
 
+    def test_its_board_keeps_mcpstudio_lines_for_the_log_panel(self):
+        # The Board (what the TUI shows and does, without curses) opens a config, and mcpstudio's own lines as it
+        # loads (the servers it serves, one not usable) go to the log panel, masked and formatted as Log formats
+        # them, never to the terminal curses owns. (A _write that no longer matched Log's broke every TUI.)
+        path = os.path.join(self.dir, "servers.json")
+        with open(path, "w") as f:
+            json.dump({"mcpServers": {"good": {"command": PY, "args": ["-c", "pass"], "env": {"API_TOKEN": "s3cret-1"}},
+                                      "odd": {"url": "ftp://example.invalid/mcp"}}}, f)
+        board = mcpstudio.Board(path)
+        self.addCleanup(board.close)
+        board.log.warning("done at 100%")  # no arguments: not a format
+        board.log.info("token %s", "s3cret-1")
+        lines = "\n".join(board.log.lines)
+        self.assertIn("mcpstudio: servers.json: namespace (all) (no namespaces in the config: every server); servers: "
+                      "good, odd\n", lines)
+        self.assertIn("mcpstudio: warning: %s: server `odd` is not usable" % path, lines)
+        self.assertIn("mcpstudio: warning: done at 100%\n", lines)
+        self.assertIn("mcpstudio: token ***", lines)
+        self.assertNotIn("s3cret-1", lines)
+
     def test_serving_never_imports_curses(self):
         proc = subprocess.run([PY, "-X", "importtime", os.path.join(HERE, "mcpstudio.py"), "echo", "{message}"],
                               capture_output=True, text=True, timeout=COMPILING, stdin=subprocess.DEVNULL)
