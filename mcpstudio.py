@@ -2269,6 +2269,9 @@ if _POSIX:
     def _one_spelling(env):
         return env  # Path and PATH are two variables here
 
+    def _variable(env, name):
+        return env.get(name)
+
     _END_OF_INPUT = "Ctrl+D"
 
     def _cache_base():
@@ -2592,6 +2595,10 @@ else:  # pragma: windows (Windows CPython under Wine in .ci/windows; the README 
             names[name.upper()] = name
         return {name: env[name] for name in names.values()}
 
+    def _variable(env, name):
+        """`name`'s value in `env` as a child given `env` reads it: in any case, the last spelling winning."""
+        return {key.upper(): value for key, value in env.items()}.get(name.upper())
+
     _END_OF_INPUT = "Ctrl+Z then Enter"
 
     def _cache_base():
@@ -2876,7 +2883,8 @@ def program_not_found(program, env=None):
     """"`gti` is not on PATH here (did you mean `git`?)" when `program` (a command's first word) would not
     start, else None: what `check`, and startup in template mode, warn of before any call fails on it."""
     import shutil
-    path = (os.environ if env is None else env).get("PATH", os.defpath)
+    path = _variable(os.environ if env is None else env, "PATH")
+    path = os.defpath if path is None else path
     if shutil.which(program, path=path):
         return None
     if os.path.dirname(program):

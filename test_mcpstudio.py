@@ -1713,6 +1713,24 @@ class WindowsTests(ScratchDir):
             self.assertEqual(proc.returncode, 1, proc.stderr)
             self.assertIn("${mcpstudio_test_var} is not set", proc.stderr)
 
+    def test_check_reads_the_path_a_config_gives_in_any_case(self):
+        # `check` warns of a program not on the PATH the tool's child gets: a config's `Path` replaces the inherited
+        # `PATH` on Windows (the child gets one spelling), so a program found only there is no warning, and a
+        # misspelled one is (it read the inherited PATH: a false warning, and the misspelling judged elsewhere).
+        if os.name == "nt":
+            self.shim("greet.cmd")
+        else:
+            self.script(os.path.join("my tools", "greet"), "#!/bin/sh\necho hi\n")
+        name = "Path" if os.name == "nt" else "PATH"
+        config = os.path.join(self.dir, "greet.json")
+        with open(config, "w") as f:
+            json.dump({"tools": [{"name": tool, "command": program + " {x}", "environment": {name: self.tools}}
+                                 for tool, program in (("found", "greet"), ("misspelled", "gret"))]}, f)
+        proc = subprocess.run(SERVER + ["check", "--config", config], capture_output=True, text=True, timeout=WAIT,
+                              stdin=subprocess.DEVNULL, env=self.env)
+        self.assertIn("warning: misspelled: `gret` is not on PATH here", proc.stdout + proc.stderr)
+        self.assertNotIn("warning: found:", proc.stdout + proc.stderr)
+
     def test_reserved_names_and_trailing_dots_in_file_parameters_and_output_folders(self):
         # A file parameter named CON, NUL, COM1 (any case, any extension) or with a trailing dot or space reaches the
         # command as a file with the bytes sent (Windows opened a device: CON was an internal error, NUL an empty file;
