@@ -268,6 +268,22 @@ def unprefixed_index(base=mcpstudio.ToolIndex):
     return Unprefixed
 
 
+def unread_index(least, base=mcpstudio.ToolIndex):
+    """A description whose letters are less than `least` Latin (LiveMCPBench's trends-hub, in Chinese) is one the
+    index cannot read: the tool's name stands in for it in the body, as if the author had described it by its name."""
+    class Unread(base):
+        @staticmethod
+        def _fields(tool):
+            name, title, server, description, parameters = mcpstudio.ToolIndex._fields(tool)
+            letters = [c for c in description if c.isalpha()]
+            latin = sum(1 for c in letters if c.isascii())
+            if letters and latin / len(letters) < least:
+                own = name[len(server) + 2:] if server and name.startswith(server + "__") else name
+                description = "%s %s" % (own, description)
+            return name, title, server, description, parameters
+    return Unread
+
+
 def stages_with(**changes):
     return mcpstudio.SEARCH_STAGES._replace(**changes)
 
@@ -300,6 +316,20 @@ def round3():
         ("porter2 + meta stop words + server scale S0.2", server_scale_index(0.2), stages_with(
             stem=invariant_stem, stop_words=meta)),
         ("porter2 + meta stop words + unprefixed", unprefixed_index(), stages_with(stem=invariant_stem, stop_words=meta)),
+        ("unread descriptions 0.5", unread_index(0.5), mcpstudio.SEARCH_STAGES),
+        ("unread descriptions 0.5 + porter2", unread_index(0.5), stages_with(stem=invariant_stem)),
+        ("unread descriptions 0.3", unread_index(0.3), mcpstudio.SEARCH_STAGES),
+        ("unread descriptions 0.8", unread_index(0.8), mcpstudio.SEARCH_STAGES),
+        ("unread descriptions 0.5 + server scale S0.2", server_scale_index(0.2, unread_index(0.5)), mcpstudio.SEARCH_STAGES),
+        ("unread descriptions 0.5 + server scale S0.1", server_scale_index(0.1, unread_index(0.5)), mcpstudio.SEARCH_STAGES),
+        ("unread descriptions 0.5 + porter2 + server scale S0.2", server_scale_index(0.2, unread_index(0.5)),
+         stages_with(stem=invariant_stem)),
+        ("unread descriptions 0.5 + meta stop words", unread_index(0.5), stages_with(stop_words=meta)),
+        ("unread descriptions 0.5 + meta stop words + server scale S0.2", server_scale_index(0.2, unread_index(0.5)),
+         stages_with(stop_words=meta)),
+        ("unread descriptions 0.5 + porter2 + meta stop words", unread_index(0.5), stages_with(stem=invariant_stem, stop_words=meta)),
+        ("unread descriptions 0.5 + porter2 + meta stop words + server scale S0.2", server_scale_index(0.2, unread_index(0.5)),
+         stages_with(stem=invariant_stem, stop_words=meta)),
     ]
     return found
 
