@@ -7090,9 +7090,10 @@ class ToolIndex:
         counts in the body as an English description's words would)."""
         description = str(tool.get("description") or "")
         server, _, rest = description[1:].partition("] ") if description.startswith("[") else ("", "", description)
-        letters = [char for char in rest if char.isalpha()]
-        if sum(char.isascii() for char in letters) < LATIN_LEAST * len(letters):  # in Chinese, say: its name stands in
-            rest = tool["name"] + " " + rest
+        other = 0 if rest.isascii() else sum(char.isalpha() for char in re.findall(r"[^\x00-\x7f]", rest))
+        latin = other and len(re.findall(r"[A-Za-z]", rest))  # letters, counted only when some are not ASCII (fast)
+        if other and latin < LATIN_LEAST * (latin + other):
+            rest = tool["name"] + " " + rest  # in Chinese, say: the name stands in for what the split cannot read
         hint = _object(tool.get("_meta")).get(SEARCH_HINT_META)
         if isinstance(hint, str):
             rest = rest + " " + hint
