@@ -330,6 +330,8 @@ def round3():
         ("unread descriptions 0.8", unread_index(0.8), mcpstudio.SEARCH_STAGES),
         ("unread descriptions 0.5 + server scale S0.2", server_scale_index(0.2, unread_index(0.5)), mcpstudio.SEARCH_STAGES),
         ("unread descriptions 0.5 + server scale S0.1", server_scale_index(0.1, unread_index(0.5)), mcpstudio.SEARCH_STAGES),
+        ("unread descriptions 0.5 + server scale S0.3", server_scale_index(0.3, unread_index(0.5)), mcpstudio.SEARCH_STAGES),
+        ("unread descriptions 0.5 + server scale S0.35", server_scale_index(0.35, unread_index(0.5)), mcpstudio.SEARCH_STAGES),
         ("unread descriptions 0.5 + porter2 + server scale S0.2", server_scale_index(0.2, unread_index(0.5)),
          stages_with(stem=invariant_stem)),
         ("unread descriptions 0.5 + meta stop words", unread_index(0.5), stages_with(stop_words=meta)),
