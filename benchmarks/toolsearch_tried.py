@@ -16,6 +16,13 @@ Each variant ranks the blind sets (recorded blind, unseen, fresh, LiveMCPBench t
   OR of the extended Boolean model (Salton, Fox and Wu 1983)
 - learned: expansions learned at index time, a word to the words that share its tools (name against
   description, in one direction or both), at least S tools, P(b|a) >= M, weight W, the best K of a word
+
+Issue 44's third round (`--only round3`, or a part of a label): BM25F with one saturation, a trigram fallback,
+joined neighbouring words, a short query's label weight, names without their server's prefix, Porter2's
+invariant words, meta stop words, and descriptions the split cannot read (the name stands in), alone and with
+the server scale. Two of them went into mcpstudio (the unread description, and the server's score on the tools'
+scale at 0.2): the figures benchmarks/README.md gives for this round were measured against the ranker before
+them (its server share 0.3, unscaled); run now, every variant is measured on top of the ranker with them.
 """
 import argparse
 import collections
@@ -58,8 +65,9 @@ def read(index, query):
 def first_pass(index, query):
     """mcpstudio's own scores of `query` (already read), its server's share added."""
     totals, context = index.scores(query), index.servers.scores(query) if index.servers else {}
-    for number in totals:
-        totals[number] += index.stages.server_share * context.get(index.server_of[number], 0.0)
+    scale = index.stages.server_share * max(totals.values()) / max(context.values()) if totals and context else 0.0
+    for number in totals:  # as ToolIndex.search: on the tools' scale (issue 44's third round)
+        totals[number] += scale * context.get(index.server_of[number], 0.0)
     return totals
 
 
@@ -96,8 +104,8 @@ def coordination_index(power):
     return Coordination
 
 
-def server_scale_index(share):
-    class ServerScale(mcpstudio.ToolIndex):
+def server_scale_index(share, base=mcpstudio.ToolIndex):
+    class ServerScale(base):
         def search(self, query, limit):
             query = read(self, query)
             totals, context = self.scores(query), self.servers.scores(query) if self.servers else {}
@@ -154,6 +162,87 @@ def learned_index(support, least, weight, best, direction):
     return Learned
 
 
+def bm25f_index(label, base=mcpstudio.ToolIndex):
+    """BM25F with one saturation (Robertson, Zaragoza and Taylor, "Simple BM25 extension to multiple weighted
+    fields", CIKM 2004; Lucene's CombinedFieldQuery): each field's count of a word, normalized by the field's
+    length and weighted (the label's fields by `label` on top of SEARCH_FIELDS), summed into one pseudo-count
+    before k1 saturates it, instead of the label and the body saturated apart and summed."""
+    class BM25F(base):
+        def __init__(self, tools, stages=mcpstudio.SEARCH_STAGES):
+            super().__init__(tools, stages)
+            weights, label_weight = stages.fields
+            stems = {}
+            fields = [[mcpstudio.search_words(text, stems, stages) for text in self._fields(tool)] for tool in tools]
+            averages = [sum(len(words[column]) for words in fields) / max(len(tools), 1) or 1.0
+                        for column in range(len(weights))]
+            scale = label_weight + 1.0  # the old score's top (label and body both saturated): the server's share keeps its scale
+            self.postings = {}
+            for number, words in enumerate(fields):
+                counts = {}
+                for column, (weight, group) in enumerate(weights):
+                    share = weight * (label if group == 0 else 1.0) / (
+                        1 - self.B + self.B * len(words[column]) / averages[column])
+                    for word in words[column]:
+                        counts[word] = counts.get(word, 0.0) + share
+                for word, count in counts.items():
+                    self.postings.setdefault(word, []).append((number, scale * count * (self.K1 + 1) / (count + self.K1)))
+    return BM25F
+
+
+def trigram_index(least, weight, best, base=mcpstudio.ToolIndex):
+    """A query word the index lacks (and no compound spells) finds the index's words that share its letter
+    trigrams, Dice's coefficient at least `least`, for `weight` times that of a match, the best `best`."""
+    class Trigrams(base):
+        def __init__(self, tools, stages=mcpstudio.SEARCH_STAGES):
+            super().__init__(tools, stages)
+            self.by_trigram = collections.defaultdict(list)
+            for word in self.postings:
+                for gram in set(trigrams(word)):
+                    self.by_trigram[gram].append(word)
+
+        def expand(self, word):
+            found = super().expand(word)
+            if word in self.postings or len(word) < 4 or any(share >= 0.5 for share in found.values()):
+                return found
+            grams = set(trigrams(word))
+            shared = collections.Counter(other for gram in grams for other in self.by_trigram.get(gram, ()))
+            near = sorted(((2 * n / (len(grams) + len(set(trigrams(other)))), other) for other, n in shared.items()),
+                          reverse=True)
+            for similarity, other in near[:best]:
+                if similarity >= least:
+                    found.setdefault(other, weight * similarity)
+            return found
+    return Trigrams
+
+
+def trigrams(word):
+    return [word[i:i + 3] for i in range(len(word) - 2)]
+
+
+def joined_index(base=mcpstudio.ToolIndex):
+    """Two neighbouring query words that the index has as one word (Ba Zi: bazi; web site: website) also ask for it."""
+    class Joined(base):
+        def scores(self, query):
+            words = self.stages.split(query)
+            joined = [self.stages.stem(a + b) for a, b in zip(words, words[1:])]
+            extra = [word for word in joined if word in self.postings]
+            return super().scores(query + " " + " ".join(extra) if extra else query)
+    return Joined
+
+
+def short_label_index(most, label, base=mcpstudio.ToolIndex):
+    """A query of `most` words or fewer ranks with the label's weight `label` (the name says more in a short query)."""
+    class ShortLabel(base):
+        def __init__(self, tools, stages=mcpstudio.SEARCH_STAGES):
+            super().__init__(tools, stages)
+            self.short = base(tools, stages._replace(fields=(stages.fields[0], label)))
+
+        def search(self, query, limit):
+            words = mcpstudio.search_words(read(self, query), {}, self.stages)
+            return (self.short if len(set(words)) <= most else super()).search(query, limit)
+    return ShortLabel
+
+
 def measure(label, loaded, make=mcpstudio.ToolIndex, stages=mcpstudio.SEARCH_STAGES):
     cells = []
     for _, corpus, sets in loaded:
@@ -165,11 +254,108 @@ def measure(label, loaded, make=mcpstudio.ToolIndex, stages=mcpstudio.SEARCH_STA
     print("%-34s %s" % (label, " | ".join(cells)), flush=True)
 
 
+PORTER2_INVARIANTS = frozenset("sky news howe atlas cosmos bias andes".split())  # Snowball English: left as they are
+
+
+def invariant_stem(word):
+    """mcpstudio's stem, but the words Porter2 (the Snowball English stemmer, Porter 2001) leaves unstemmed
+    stay whole: `news` is not the plural of `new`."""
+    return word if word in PORTER2_INVARIANTS else mcpstudio._stem(word)
+
+
+def unprefixed_index(base=mcpstudio.ToolIndex):
+    """A tool's name without its server's prefix (`okppt__insert_svg`: insert svg): the server's name is in the
+    server field, so a query that names a server does not count it again in every tool's label."""
+    class Unprefixed(base):
+        @staticmethod
+        def _fields(tool):
+            name, title, server, description, parameters = mcpstudio.ToolIndex._fields(tool)
+            if server and name.startswith(server + "__"):
+                name = name[len(server) + 2:]
+            return name, title, server, description, parameters
+    return Unprefixed
+
+
+def unread_index(least, base=mcpstudio.ToolIndex):
+    """A description whose letters are less than `least` Latin (LiveMCPBench's trends-hub, in Chinese) is one the
+    index cannot read: the tool's name stands in for it in the body, as if the author had described it by its name."""
+    class Unread(base):
+        @staticmethod
+        def _fields(tool):
+            name, title, server, description, parameters = mcpstudio.ToolIndex._fields(tool)
+            letters = [c for c in description if c.isalpha()]
+            latin = sum(1 for c in letters if c.isascii())
+            if letters and latin / len(letters) < least:
+                own = name[len(server) + 2:] if server and name.startswith(server + "__") else name
+                description = "%s %s" % (own, description)
+            return name, title, server, description, parameters
+    return Unread
+
+
+def stages_with(**changes):
+    return mcpstudio.SEARCH_STAGES._replace(**changes)
+
+
+def round3():
+    """(label, index class): issue 44's third round."""
+    found = [("bm25f L%.1f" % label, bm25f_index(label)) for label in (1.0, 1.5, 3.0, 5.0)] + [
+        ("trigrams D%.2f W%.1f K%d" % setting, trigram_index(*setting)) for setting in (
+            (0.5, 0.4, 3), (0.6, 0.5, 2), (0.4, 0.3, 3))] + [
+        ("joined words", joined_index())] + [
+        ("short label N%d L%.1f" % setting, short_label_index(*setting)) for setting in ((3, 3.0), (4, 2.5), (5, 3.0))] + [
+        ("server scale S0.2 + bm25f L3.0", server_scale_index(0.2, bm25f_index(3.0))),
+        ("server scale S0.2 + trigrams + joined", server_scale_index(0.2, trigram_index(0.5, 0.4, 3, joined_index()))),
+        ("unprefixed names", unprefixed_index()),
+        ("unprefixed names + server scale S0.2", server_scale_index(0.2, unprefixed_index())),
+    ]
+    found = [(label, make, mcpstudio.SEARCH_STAGES) for label, make in found] + [
+        ("porter2 invariants", mcpstudio.ToolIndex, stages_with(stem=invariant_stem)),
+        ("porter2 invariants + server scale S0.2", server_scale_index(0.2), stages_with(stem=invariant_stem)),
+        ("meta stop words (tool server service platform)", mcpstudio.ToolIndex, stages_with(
+            stop_words=mcpstudio.STOP_WORDS | {"tool", "tools", "server", "servers", "service", "services", "platform"})),
+    ]
+    meta = mcpstudio.STOP_WORDS | {"tool", "tools", "server", "servers", "service", "services", "platform"}
+    for server in ((0.5, 0), (1.0, 0), (1.0, 1), (0.75, 0)):
+        fields = list(mcpstudio.SEARCH_FIELDS)
+        fields[2] = server
+        found.append(("unprefixed names, server field %.2f in %s" % (server[0], "label" if server[1] == 0 else "body"),
+                      unprefixed_index(), stages_with(fields=(tuple(fields), mcpstudio.LABEL_WEIGHT))))
+    found += [
+        ("porter2 + meta stop words + server scale S0.2", server_scale_index(0.2), stages_with(
+            stem=invariant_stem, stop_words=meta)),
+        ("porter2 + meta stop words + unprefixed", unprefixed_index(), stages_with(stem=invariant_stem, stop_words=meta)),
+        ("unread descriptions 0.5", unread_index(0.5), mcpstudio.SEARCH_STAGES),
+        ("unread descriptions 0.5 + porter2", unread_index(0.5), stages_with(stem=invariant_stem)),
+        ("unread descriptions 0.3", unread_index(0.3), mcpstudio.SEARCH_STAGES),
+        ("unread descriptions 0.8", unread_index(0.8), mcpstudio.SEARCH_STAGES),
+        ("unread descriptions 0.5 + server scale S0.2", server_scale_index(0.2, unread_index(0.5)), mcpstudio.SEARCH_STAGES),
+        ("unread descriptions 0.5 + server scale S0.1", server_scale_index(0.1, unread_index(0.5)), mcpstudio.SEARCH_STAGES),
+        ("unread descriptions 0.5 + server scale S0.3", server_scale_index(0.3, unread_index(0.5)), mcpstudio.SEARCH_STAGES),
+        ("unread descriptions 0.5 + server scale S0.35", server_scale_index(0.35, unread_index(0.5)), mcpstudio.SEARCH_STAGES),
+        ("unread descriptions 0.5 + porter2 + server scale S0.2", server_scale_index(0.2, unread_index(0.5)),
+         stages_with(stem=invariant_stem)),
+        ("unread descriptions 0.5 + meta stop words", unread_index(0.5), stages_with(stop_words=meta)),
+        ("unread descriptions 0.5 + meta stop words + server scale S0.2", server_scale_index(0.2, unread_index(0.5)),
+         stages_with(stop_words=meta)),
+        ("unread descriptions 0.5 + porter2 + meta stop words", unread_index(0.5), stages_with(stem=invariant_stem, stop_words=meta)),
+        ("unread descriptions 0.5 + porter2 + meta stop words + server scale S0.2", server_scale_index(0.2, unread_index(0.5)),
+         stages_with(stem=invariant_stem, stop_words=meta)),
+    ]
+    return found
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("livemcpbench")
-    loaded = toolsearch.corpora(argparse.Namespace(intents=[], livemcpbench=parser.parse_args().livemcpbench))
+    parser.add_argument("--only", default="", help="only the variants whose label contains this (the third round's: round3)")
+    args = parser.parse_args()
+    loaded = toolsearch.corpora(argparse.Namespace(intents=[], livemcpbench=args.livemcpbench))
     measure("as it is", loaded)
+    if args.only:
+        for label, make, stages in round3():
+            if args.only in label or args.only == "round3":
+                measure(label, loaded, make=make, stages=stages)
+        return
     for docs, terms, weight in ((3, 10, 0.3), (5, 10, 0.3), (3, 10, 0.5), (10, 10, 0.3), (5, 10, 0.1), (10, 5, 0.1),
                                 (5, 10, 0.05)):
         measure("feedback D%d T%d W%.2f" % (docs, terms, weight), loaded, make=feedback_index(docs, terms, weight))
