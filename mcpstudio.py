@@ -17152,8 +17152,8 @@ def check_config(path, log: Log, options):
         if isinstance(source, SkillFolders):
             found = source.look()
             print("\nskills in %s:" % ", ".join(source.roots))
-            for path, (_, _, frontmatter, files) in sorted(found.items()):
-                print("  %-32s %3d files %9d bytes  %s" % (path, len(files), sum(st.st_size for _, st in files.values()),
+            for skill, (_, _, frontmatter, files) in sorted(found.items()):
+                print("  %-32s %3d files %9d bytes  %s" % (skill, len(files), sum(st.st_size for _, st in files.values()),
                                                          _clip(frontmatter["description"].replace("\n", " "), 60)))
             for skill_md, problem in sorted(source.problems.items()):
                 print("  not served: %s: %s" % (skill_md, problem))

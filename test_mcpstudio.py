@@ -7062,6 +7062,23 @@ class SkillsTests(ScratchDir):
         self.assertEqual(out.returncode, 2)
         self.assertIn("--skills", out.stderr)
 
+    def test_check_names_the_config_in_its_verdict(self):
+        # The verdict line of `check --config` names the config file, not the last skill listed (the skills
+        # loop reused the name `path`: `check --config examples/configs/skills.json` ended
+        # "<cwd>/pdf-processing: ok", and `check --skills` printed such a verdict, for no file at all).
+        config = os.path.join(self.dir, "c.json")
+        with open(config, "w") as f:
+            json.dump({"skills": [os.path.join(HERE, "examples", "skills")]}, f)
+        out = subprocess.run(SERVER + ["check", "--config", config], capture_output=True, text=True, timeout=WAIT,
+                             cwd=self.dir)
+        self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
+        self.assertEqual(out.stdout.rstrip("\n").splitlines()[-1], "%s: ok" % os.path.abspath(config))
+        out = subprocess.run(SERVER + ["check", "--skills", os.path.join(HERE, "examples", "skills")],
+                             capture_output=True, text=True, timeout=WAIT, cwd=self.dir)
+        self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
+        self.assertNotIn(os.path.join(self.dir, "pdf-processing"), out.stdout)
+        self.assertTrue(out.stdout.rstrip("\n").splitlines()[-1].startswith("  pdf-processing "), out.stdout)
+
 
 class SkillsToolingTests(ScratchDir):
     """`inspect` shows the skills and `install` writes an entry that serves them."""
