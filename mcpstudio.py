@@ -17176,11 +17176,12 @@ def check_config(path, log: Log, options):
                     print("  warning: %s: parameter `%s` is declared but no template uses it" % (tool.name, key))
                     warned += 1
             # The example a call with the required parameters runs (optional parts off, as they are when left
-            # out), then, when it differs, one with every parameter given.
+            # out, and defaults added, as a call gets them), then, when it differs, one with every parameter given.
             examples = []
             for keys in ([k for k in props if k in required], list(props)):
                 try:
-                    examples.append(_argv_text(tool.argv({k: _example_value(k, props[k]) for k in keys})))
+                    given = {k: _example_value(k, props[k]) for k in keys}
+                    examples.append(_argv_text(tool.argv(dict(spec.defaults, **given))))
                 except ToolError as exc:
                     examples.append("(example refused: %s)" % exc)
             argv = examples[0] + ("\n      with every parameter: %s" % examples[1] if examples[1] != examples[0] else "")

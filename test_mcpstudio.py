@@ -9937,6 +9937,23 @@ class ConfigTests(ScratchDir):
         self.assertIn("example: git log -n 1 --\n      with every parameter: git log -n 1 -- '<path>'", proc.stdout)
         self.assertIn("git://status", proc.stdout)
 
+    def test_check_example_has_the_defaults_a_call_gets(self):
+        # README's git_log (`limit` defaults to 20): the example of a call with the required parameters shows
+        # `-n 20`, what such a call runs (it showed `git log --oneline -n`, a command that fails), and the call
+        # served runs that argv.
+        config = self.write_config({"tools": [
+            {"name": "git_log", "parameters": {"limit": {"type": "integer", "default": 20},
+                                               "author": {"type": "string", "required": False}},
+             "command_template": "printf '%s|' log -n {limit} {#if author}--author={author}{/if}"}]})
+        proc = self.run_cli("check", "--config", config)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertIn("example: printf '%s|' log -n 20\n      with every parameter: printf '%s|' log -n 1 "
+                      "'--author=<author>'\n", proc.stdout)
+        with McpProcess("serve", "--config", config) as server:
+            server.initialize()
+            reply = server.request("tools/call", {"name": "git_log", "arguments": {}})
+            self.assertEqual(reply["result"]["content"][0]["text"], "log|-n|20|")
+
     def test_check_warns(self):
         # check names a command that is not on PATH and a parameter no template uses.
         config = self.write_config({"tools": [{"name": "t", "parameters": {"x": {"type": "string"}, "unused": {}},
