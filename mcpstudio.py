@@ -16876,14 +16876,19 @@ def zipapp_command(words):
         compiled = py_compile.compile(source, cfile=os.path.join(folder, "mcpstudio.pyc"), dfile="mcpstudio.py",
                                       doraise=True, invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
         temporary = out + ".tmp"
-        with open(temporary, "wb") as f:
-            f.write(b"#!/usr/bin/env python3\n")
-            with zipfile.ZipFile(f, "w", zipfile.ZIP_DEFLATED) as archive:
-                archive.writestr("__main__.py", _ZIPAPP_MAIN)
-                archive.write(source, "mcpstudio.py")
-                archive.write(compiled, "mcpstudio.pyc", compress_type=zipfile.ZIP_STORED)
-        os.chmod(temporary, 0o755)
-        os.replace(temporary, out)
+        try:
+            with open(temporary, "wb") as f:
+                f.write(b"#!/usr/bin/env python3\n")
+                with zipfile.ZipFile(f, "w", zipfile.ZIP_DEFLATED) as archive:
+                    archive.writestr("__main__.py", _ZIPAPP_MAIN)
+                    archive.write(source, "mcpstudio.py")
+                    archive.write(compiled, "mcpstudio.pyc", compress_type=zipfile.ZIP_STORED)
+            os.chmod(temporary, 0o755)
+            os.replace(temporary, out)
+        except OSError as exc:  # a missing folder, a folder of that name, a full disk: no half-built file is left
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+            raise McpStudioError("zipapp: cannot write %s: %s" % (out, exc.strerror or exc)) from None
     print("wrote %s (bytecode for Python %d.%d, source for the others); run it with: python3 %s --help"
           % (out, *sys.version_info[:2], _argv_text([out])))
     return 0

@@ -17795,6 +17795,19 @@ class ToolingTests(ToolingCase):
                               capture_output=True, text=True, timeout=COMPILING)
         self.assertEqual(proc.stdout, "fallback\n", proc.stderr)
 
+    def test_zipapp_that_cannot_be_written_names_the_file_and_leaves_nothing(self):
+        # OUT.pyz is a folder, or in a missing one: the error names OUT.pyz (it named OUT.pyz.tmp, a file
+        # nobody asked for, in an errno's words) and no half-built OUT.pyz.tmp (1.7 MB) is left beside it.
+        folder = os.path.join(self.dir, "app.pyz")
+        os.mkdir(folder)
+        for out in (folder, os.path.join(self.dir, "missing", "app.pyz")):
+            proc = self.cli("zipapp", out, code=1)
+            self.assertEqual(proc.stderr.strip().splitlines()[-1],
+                             "mcpstudio: error: zipapp: cannot write %s: %s" % (
+                                 out, "Is a directory" if out == folder else "No such file or directory"))
+        self.assertEqual(sorted(os.listdir(self.dir)), ["app.pyz", "home"])
+        self.assertEqual(os.listdir(folder), [])
+
 
 class ToolingConfigFormatTests(ToolingCase):
     """The tooling subcommands on mcp-studio's own config formats, and what they refuse as the server would."""
