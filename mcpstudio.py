@@ -5230,8 +5230,10 @@ def script_schema(options):
             raise ValueError("%s cannot be an environment variable name (MCPD_OPT_...)" % where)
         if not isinstance(spec, dict):
             raise ValueError("%s must be an object" % where)
-        if not isinstance(spec.get("required"), bool):
-            raise ValueError("%s: `required` must be true or false" % where)
+        if "required" not in spec:  # the spec's key, on every option: say which is missing, not what it must be
+            raise ValueError("%s has no `required`: add \"required\": true, or false with a default_value" % where)
+        if not isinstance(spec["required"], bool):
+            raise ValueError("%s: `required` must be true or false, not %s" % (where, json.dumps(spec["required"])))
         kind = spec.get("value_type", spec.get("type", "any"))
         if isinstance(kind, dict):
             values = kind.get("enum")
