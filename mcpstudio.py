@@ -2872,6 +2872,12 @@ def exec_problem(argv, env=None, cwd=None, batch=None):
     return None if problem is None else "the working folder %s" % problem
 
 
+# Commands of cmd.exe that no file on PATH provides: on Windows a template starting with one never starts.
+_CMD_BUILTINS = frozenset(("assoc call cd chdir cls copy date del dir echo endlocal erase exit for ftype goto if md "
+                           "mkdir mklink move path pause popd prompt pushd rd ren rename rmdir set setlocal start time "
+                           "title type ver verify vol").split())
+
+
 def program_not_found(program, env=None):
     """"`gti` is not on PATH here (did you mean `git`?)" when `program` (a command's first word) would not
     start, else None: what `check`, and startup in template mode, warn of before any call fails on it."""
@@ -2881,13 +2887,23 @@ def program_not_found(program, env=None):
         return None
     if os.path.dirname(program):
         return "`%s` is not an executable file here" % program
+    if not _POSIX and program.lower() in _CMD_BUILTINS:
+        return ("`%s` is not on PATH here: it is built into cmd.exe, not a program, and mcpstudio runs no shell "
+                "(use a program: hostname, git, python script.py, a .cmd file)" % program)
     import difflib
-    names = set()
+    names = set()  # what could be typed in its place: a program, never a folder, a library or a text file
     for folder in path.split(os.pathsep):
         try:
-            names.update(os.listdir(folder or "."))
+            entries = os.listdir(folder or ".")
         except OSError:
-            pass
+            continue
+        for entry in entries:
+            full = os.path.join(folder or ".", entry)
+            if _POSIX:
+                if os.access(full, os.X_OK) and os.path.isfile(full):
+                    names.add(entry)
+            elif os.path.splitext(entry)[1].lower() in (".com", ".exe", ".bat", ".cmd"):
+                names.add(os.path.splitext(entry)[0])  # git.exe is typed git (PATHEXT)
     swapped = sorted(name for name in names if sorted(name) == sorted(program))  # gti: git, before tic
     close = swapped or difflib.get_close_matches(program, sorted(names), 1, 0.6)
     return "`%s` is not on PATH here%s" % (program, " (did you mean `%s`?)" % close[0] if close else "")

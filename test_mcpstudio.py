@@ -1640,6 +1640,30 @@ class WindowsTests(ScratchDir):
             else:
                 self.assertEqual(text_of(result), "hello from the main job\n")
             self.assertEqual(server.close(), 0, server.context())
+        if os.name == "nt":  # the start says why (under Wine it suggested `gecko`, a folder in System32)
+            self.assertIn("mcpstudio: warning: `echo` is not on PATH here: it is built into cmd.exe, not a program",
+                          "".join(server.stderr))
+            self.assertNotIn("did you mean", "".join(server.stderr))
+        else:
+            self.assertNotIn("warning", "".join(server.stderr))
+
+    def test_did_you_mean_names_only_a_program(self):
+        # `check` of a tool whose program is not on PATH suggests a program of that PATH: not a folder, not a file
+        # that does not run (it suggested whatever the folder held: `gecko`, a folder of Wine's System32, for echo).
+        folder = os.path.join(self.dir, "bin dir")
+        os.makedirs(os.path.join(folder, "tgi"))
+        with open(os.path.join(folder, "itg.dll"), "w") as f:
+            f.write("not a program")
+        program = os.path.join(folder, "tig" if os.name == "posix" else "tig.cmd")
+        with open(program, "w") as f:
+            f.write("#!/bin/sh\necho tig\n" if os.name == "posix" else "@echo tig\r\n")
+        os.chmod(program, 0o755)
+        config = os.path.join(self.dir, "gti.json")
+        with open(config, "w") as f:
+            json.dump({"tools": [{"name": "t", "command": "gti", "environment": {"PATH": folder}}]}, f)
+        out = subprocess.run(SERVER + ["check", "--config", config], capture_output=True, text=True,
+                             timeout=COMPILING, env=self.env)
+        self.assertIn("warning: t: `gti` is not on PATH here (did you mean `tig`?)", out.stdout, out.stderr)
 
     def test_template_mode_with_an_exe_found_on_path_and_a_python_script(self):
         # A bare program name is found on PATH with PATHEXT (python -> python.exe), runs a Python script in a folder
