@@ -14651,8 +14651,10 @@ class HttpServer:
             message = json.loads(body)
         except BAD_JSON as exc:
             raise HttpError(400, "Parse error: %s" % exc, PARSE_ERROR)
-        if not isinstance(message, dict):
+        if isinstance(message, list):
             raise HttpError(400, "send one JSON-RPC message per request (no batches)", INVALID_REQUEST)
+        if not isinstance(message, dict):  # as stdio answers it: a string or a number is no batch
+            raise HttpError(400, "Invalid request: expected a JSON object", INVALID_REQUEST)
         if not _good_id(message):
             raise HttpError(400, "Invalid request: `id` must be a string or an integer", INVALID_REQUEST)
         method, request_id = message.get("method"), message.get("id")

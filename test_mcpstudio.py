@@ -15663,6 +15663,27 @@ class HttpTests(ScratchDir):
             self.assertEqual(server.post({"jsonrpc": "2.0", "id": 7, "method": "tools/list"}, session=session)[0], 404)
             self.assertEqual(server.post(None, method="GET")[0], 405)
 
+    def test_a_body_that_is_no_message_is_answered_as_on_stdio(self):
+        # A batch is refused as one; a JSON string or number is no batch, and gets stdio's answer (it was told
+        # "no batches" too).
+        with HttpServerProcess("echo", "{message}") as server:
+            session = server.initialize_session()
+            for body, message in (([{"jsonrpc": "2.0", "id": 1, "method": "ping"}], "(no batches)"),
+                                  ("ping", "Invalid request: expected a JSON object"),
+                                  (7, "Invalid request: expected a JSON object")):
+                with self.subTest(body=body):
+                    status, _, text = server.post(body, session=session)
+                    error = json.loads(text)["error"]
+                    self.assertEqual((status, error["code"]), (400, -32600))
+                    self.assertIn(message, error["message"])
+                    self.assertEqual("no batches" in error["message"], isinstance(body, list))
+        with McpProcess("echo", "{message}") as server:
+            server.send_raw(b'"ping"\n')
+            self.assertEqual(server.request("ping")["result"], {})  # answered after the string's error
+            with server.lock:
+                said = [json.loads(line)["error"]["message"] for line in server.stdout_lines if b'"error"' in line]
+            self.assertEqual(said, ["Invalid request: expected a JSON object"])
+
     def test_protocol_2026_07_28_over_http(self):
         with HttpServerProcess("echo", "{message}") as server:
             status, _, text = server.modern("server/discover")
