@@ -2860,6 +2860,8 @@ def exec_problem(argv, env=None, cwd=None, batch=None):
         problem = _os_text_problem(word)
         if not problem and index:
             problem = batch_problem(argv[0], word, batch)
+            if problem:  # what to do about it (Platforms: the batch-file rule)
+                problem += "; give a value without it, or run the program the batch file starts directly"
         if problem:
             return "%s %s" % ("the command" if index == 0 else "word %d of the command line" % index, problem)
     for key, value in (env or {}).items():

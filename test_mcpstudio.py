@@ -1709,7 +1709,8 @@ class WindowsTests(ScratchDir):
                     self.assertEqual(self.call_args(server, name, {"who": "two words"}), ["two words", r"C:\data\x.txt"])
                     refused = server.call(name, {"who": "x & calc"})
                     self.assertTrue(refused["isError"], refused)
-                    self.assertIn("a batch file, through cmd.exe", text_of(refused))
+                    self.assertIn("a batch file, through cmd.exe; give a value without it, or run the program "
+                                  "the batch file starts directly", text_of(refused))  # what to do (it said only why)
                     self.assertEqual(server.close(), 0)
 
     def test_config_mode_variables_and_their_case(self):
@@ -2023,7 +2024,8 @@ class ExecValueTests(ScratchDir):
                     self.assertIsNone(problem)
                 else:
                     self.assertTrue(problem and problem.startswith(expected), problem)
-                    self.assertIn("a batch file, through cmd.exe", problem)
+                    self.assertIn("a batch file, through cmd.exe; give a value without it, or run the program the "
+                                  "batch file starts directly", problem)
                 self.assertIsNone(mcpstudio.exec_problem(argv, batch=False))
         # A script-mode batch script gets its values as variables, which it expands as %MCPD_OPT_x%.
         self.assertIn("holds '&'", mcpstudio.batch_problem("C:\\scripts\\t.bat", "a & calc", batch=True))
