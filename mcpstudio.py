@@ -16993,8 +16993,12 @@ def init_config(args):
         "version_command": "%s --version" % quoted}
     text = STARTER_CONFIG % dict({key + "_json": json.dumps(value) for key, value in values.items()},
                                  name_comment=re.sub(r"\s", " ", rest[0]), file=_argv_text([output]))
-    with open(output, "w", encoding="utf-8") as f:
-        f.write(text)
+    try:  # its folder too: the default config's (~/.config/mcpstudio) may not exist yet
+        os.makedirs(os.path.dirname(os.path.abspath(output)), exist_ok=True)
+        with open(output, "w", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as exc:
+        raise McpStudioError("init: cannot write %s: %s" % (output, exc.strerror or exc)) from None
     print("wrote %s; check it with: %s check --config %s" % (output, _prog(), _argv_text([output])))
     return 0
 
@@ -17920,8 +17924,8 @@ def main(argv=None):
         if config is None and command is not None and not (command == "check" and options["skills"]):
             config = default_config_path()
             if not os.path.exists(config):
-                raise UsageError("%s needs --config FILE (or a config at %s; create one with "
-                                 "mcpstudio init NAME --command CMD)" % (command, config))
+                raise UsageError("%s needs --config FILE (or a config at %s; create one with: "
+                                 "mcpstudio init NAME --command CMD -o %s)" % (command, config, _argv_text([config])))
         if not words and not options["root_directory"] and not options["skills"] and config is None \
                 and options["url"] is None:
             raise UsageError("no command given; e.g. mcpstudio echo \"{message}\" (see --help)")

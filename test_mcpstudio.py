@@ -17843,6 +17843,20 @@ class ToolingTests(ToolingCase):
                               capture_output=True, text=True, timeout=COMPILING)
         self.assertEqual(proc.stdout, "fallback\n", proc.stderr)
 
+    def test_no_default_config_suggests_an_init_that_makes_it(self):
+        # `serve` with no config anywhere suggests the init that writes the default config (it suggested
+        # `init NAME --command CMD`, which writes ./NAME.json, so `serve` failed the same way after it), and that
+        # init makes the config's folder (it failed with a bare errno for ~/.config/mcpstudio).
+        proc = self.cli("serve", code=2)
+        suggested = "init NAME --command CMD -o %s)" % self.config
+        self.assertIn(suggested, proc.stderr.splitlines()[0])
+        self.assertIn("wrote %s" % self.config, self.cli("init", "tools", "--command", "git", "-o", self.config).stdout)
+        self.assertTrue(self.cli("check").stdout.rstrip().endswith("%s: ok" % self.config))
+        with McpProcess("serve", env=self.env) as server:
+            server.initialize()
+            self.assertEqual(sorted(t["name"] for t in server.request("tools/list")["result"]["tools"]),
+                             ["tools_help", "tools_run"])
+
     def test_zipapp_that_cannot_be_written_names_the_file_and_leaves_nothing(self):
         # OUT.pyz is a folder, or in a missing one: the error names OUT.pyz (it named OUT.pyz.tmp, a file
         # nobody asked for, in an errno's words) and no half-built OUT.pyz.tmp (1.7 MB) is left beside it.
