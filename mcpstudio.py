@@ -15138,9 +15138,10 @@ usage: mcpstudio serve [--config FILE] [--namespace NAME] [--http [HOST:]PORT] [
 Serve a config file's tools, resources, script folders and MCP servers (default config:
 $XDG_CONFIG_HOME/mcpstudio/config.json). The options of `mcpstudio --help` apply.
 
-usage: mcpstudio check [--config FILE] [--namespace NAME]
+usage: mcpstudio check [--config FILE] [--namespace NAME] [--skills DIR]
 
 Validate a config file and show each tool's parameters and an example command; nothing runs.
+With --skills DIR (no config needed): which skills under DIR are served, which not and why.
 
 usage: mcpstudio status [--config FILE] [--namespace NAME] [--check]
 
