@@ -529,6 +529,7 @@ _OPEN_FIELD = re.compile(r"(?<!\\)\{\{?%s(?:\.\.\.|:file|:folder)?$" % _FIELD_NA
 
 
 _UNCLOSED_FIELD = re.compile(r"(?<!\\)\{\{?%s(?:\.\.\.|:file|:folder)?(?=[^}]*$)" % _FIELD_NAME)
+_CLOSED_BRACES = re.compile(r"\{[^{}]*\}")  # a `{...}` its `}` closes: a field (its description may hold blanks), a block
 
 
 def unclosed_fields(words):
@@ -8762,7 +8763,8 @@ class ConfigLoader:
                             "what it asks another way (an option such as --yes, or its environment).",
                             self.path, index, tool.name)
         for where, template, _, _ in commands:
-            warning = unclosed_warning(" ".join(template.source).split())
+            # Split into words once every closed `{...}` is out: `{repo # path of the repository}` is one field.
+            warning = unclosed_warning(_CLOSED_BRACES.sub(" ", " ".join(template.source)).split())
             if warning:
                 log.warning("%s: %s: its command: %s", self.path, where, warning)
 

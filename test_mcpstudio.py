@@ -17068,6 +17068,18 @@ class CommandLineTests(ScratchDir):
         proc = self.run_cli("check", "--config", path)
         self.assertIn("tools[0] `t`: its command: `{x` is not closed", proc.stderr)
         self.assertTrue(proc.stdout.rstrip().endswith("loads, with 1 warning (above)"), proc.stdout)
+        # A field with a description holds blanks, as Go's `{{json .}}` does: each is closed, and nothing warns
+        # (examples/configs/git.json's `-C {repo # path of the repository}` was said to be an unclosed `{repo`, and
+        # docker.json's and guarded.json's commands so too, at every start of those configs).
+        with open(path, "w") as f:
+            json.dump({"tools": [{"name": "t", "command": "echo -C {repo # path of the repository} {#if x}{x}{/if}"}]}, f)
+        proc = self.run_cli("check", "--config", path)
+        self.assertEqual(proc.stderr, "")
+        self.assertTrue(proc.stdout.rstrip().endswith("%s: ok" % path), proc.stdout)
+        for name in ("git.json", "docker.json", "guarded.json"):
+            proc = self.run_cli("check", "--config", os.path.join(HERE, "examples", "configs", name))
+            self.assertEqual(proc.stderr, "")
+            self.assertTrue(proc.stdout.rstrip().endswith("%s: ok" % name), proc.stdout)
 
     def test_suggested_commands_are_spelled_as_the_user_ran_it(self):
         # Run as `python3 mcpstudio.py`, an error's suggested command said bare `mcpstudio ...`, which is not
