@@ -529,6 +529,7 @@ _OPEN_FIELD = re.compile(r"(?<!\\)\{\{?%s(?:\.\.\.|:file|:folder)?$" % _FIELD_NA
 
 
 _UNCLOSED_FIELD = re.compile(r"(?<!\\)\{\{?%s(?:\.\.\.|:file|:folder)?(?=[^}]*$)" % _FIELD_NAME)
+_CLOSED_BRACES = re.compile(r"\{[^{}]*\}")  # a `{...}` its `}` closes: a field (its description may hold blanks), a block
 
 
 def unclosed_fields(words):
@@ -2867,6 +2868,8 @@ def exec_problem(argv, env=None, cwd=None, batch=None):
         problem = _os_text_problem(word)
         if not problem and index:
             problem = batch_problem(argv[0], word, batch)
+            if problem:  # what to do about it (Platforms: the batch-file rule)
+                problem += "; give a value without it, or run the program the batch file starts directly"
         if problem:
             return "%s %s" % ("the command" if index == 0 else "word %d of the command line" % index, problem)
     for key, value in (env or {}).items():
@@ -2879,6 +2882,12 @@ def exec_problem(argv, env=None, cwd=None, batch=None):
     return None if problem is None else "the working folder %s" % problem
 
 
+# Commands of cmd.exe that no file on PATH provides: on Windows a template starting with one never starts.
+_CMD_BUILTINS = frozenset(("assoc call cd chdir cls copy date del dir echo endlocal erase exit for ftype goto if md "
+                           "mkdir mklink move path pause popd prompt pushd rd ren rename rmdir set setlocal start time "
+                           "title type ver verify vol").split())
+
+
 def program_not_found(program, env=None):
     """"`gti` is not on PATH here (did you mean `git`?)" when `program` (a command's first word) would not
     start, else None: what `check`, and startup in template mode, warn of before any call fails on it."""
@@ -2889,13 +2898,23 @@ def program_not_found(program, env=None):
         return None
     if os.path.dirname(program):
         return "`%s` is not an executable file here" % program
+    if not _POSIX and program.lower() in _CMD_BUILTINS:
+        return ("`%s` is not on PATH here: it is built into cmd.exe, not a program, and mcpstudio runs no shell "
+                "(use a program: hostname, git, python script.py, a .cmd file)" % program)
     import difflib
-    names = set()
+    names = set()  # what could be typed in its place: a program, never a folder, a library or a text file
     for folder in path.split(os.pathsep):
         try:
-            names.update(os.listdir(folder or "."))
+            entries = os.listdir(folder or ".")
         except OSError:
-            pass
+            continue
+        for entry in entries:
+            full = os.path.join(folder or ".", entry)
+            if _POSIX:
+                if os.access(full, os.X_OK) and os.path.isfile(full):
+                    names.add(entry)
+            elif os.path.splitext(entry)[1].lower() in (".com", ".exe", ".bat", ".cmd"):
+                names.add(os.path.splitext(entry)[0])  # git.exe is typed git (PATHEXT)
     swapped = sorted(name for name in names if sorted(name) == sorted(program))  # gti: git, before tic
     close = swapped or difflib.get_close_matches(program, sorted(names), 1, 0.6)
     return "`%s` is not on PATH here%s" % (program, " (did you mean `%s`?)" % close[0] if close else "")
@@ -5238,8 +5257,10 @@ def script_schema(options):
             raise ValueError("%s cannot be an environment variable name (MCPD_OPT_...)" % where)
         if not isinstance(spec, dict):
             raise ValueError("%s must be an object" % where)
-        if not isinstance(spec.get("required"), bool):
-            raise ValueError("%s: `required` must be true or false" % where)
+        if "required" not in spec:  # the spec's key, on every option: say which is missing, not what it must be
+            raise ValueError("%s has no `required`: add \"required\": true, or false with a default_value" % where)
+        if not isinstance(spec["required"], bool):
+            raise ValueError("%s: `required` must be true or false, not %s" % (where, json.dumps(spec["required"])))
         kind = spec.get("value_type", spec.get("type", "any"))
         if isinstance(kind, dict):
             values = kind.get("enum")
@@ -8760,7 +8781,8 @@ class ConfigLoader:
                             "what it asks another way (an option such as --yes, or its environment).",
                             self.path, index, tool.name)
         for where, template, _, _ in commands:
-            warning = unclosed_warning(" ".join(template.source).split())
+            # Split into words once every closed `{...}` is out: `{repo # path of the repository}` is one field.
+            warning = unclosed_warning(_CLOSED_BRACES.sub(" ", " ".join(template.source)).split())
             if warning:
                 log.warning("%s: %s: its command: %s", self.path, where, warning)
 
@@ -14651,8 +14673,10 @@ class HttpServer:
             message = json.loads(body)
         except BAD_JSON as exc:
             raise HttpError(400, "Parse error: %s" % exc, PARSE_ERROR)
-        if not isinstance(message, dict):
+        if isinstance(message, list):
             raise HttpError(400, "send one JSON-RPC message per request (no batches)", INVALID_REQUEST)
+        if not isinstance(message, dict):  # as stdio answers it: a string or a number is no batch
+            raise HttpError(400, "Invalid request: expected a JSON object", INVALID_REQUEST)
         if not _good_id(message):
             raise HttpError(400, "Invalid request: `id` must be a string or an integer", INVALID_REQUEST)
         method, request_id = message.get("method"), message.get("id")
@@ -15134,9 +15158,10 @@ usage: mcpstudio serve [--config FILE] [--namespace NAME] [--http [HOST:]PORT] [
 Serve a config file's tools, resources, script folders and MCP servers (default config:
 $XDG_CONFIG_HOME/mcpstudio/config.json). The options of `mcpstudio --help` apply.
 
-usage: mcpstudio check [--config FILE] [--namespace NAME]
+usage: mcpstudio check [--config FILE] [--namespace NAME] [--skills DIR]
 
 Validate a config file and show each tool's parameters and an example command; nothing runs.
+With --skills DIR (no config needed): which skills under DIR are served, which not and why.
 
 usage: mcpstudio status [--config FILE] [--namespace NAME] [--check]
 
@@ -16894,14 +16919,19 @@ def zipapp_command(words):
         compiled = py_compile.compile(source, cfile=os.path.join(folder, "mcpstudio.pyc"), dfile="mcpstudio.py",
                                       doraise=True, invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
         temporary = out + ".tmp"
-        with open(temporary, "wb") as f:
-            f.write(b"#!/usr/bin/env python3\n")
-            with zipfile.ZipFile(f, "w", zipfile.ZIP_DEFLATED) as archive:
-                archive.writestr("__main__.py", _ZIPAPP_MAIN)
-                archive.write(source, "mcpstudio.py")
-                archive.write(compiled, "mcpstudio.pyc", compress_type=zipfile.ZIP_STORED)
-        os.chmod(temporary, 0o755)
-        os.replace(temporary, out)
+        try:
+            with open(temporary, "wb") as f:
+                f.write(b"#!/usr/bin/env python3\n")
+                with zipfile.ZipFile(f, "w", zipfile.ZIP_DEFLATED) as archive:
+                    archive.writestr("__main__.py", _ZIPAPP_MAIN)
+                    archive.write(source, "mcpstudio.py")
+                    archive.write(compiled, "mcpstudio.pyc", compress_type=zipfile.ZIP_STORED)
+            os.chmod(temporary, 0o755)
+            os.replace(temporary, out)
+        except OSError as exc:  # a missing folder, a folder of that name, a full disk: no half-built file is left
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+            raise McpStudioError("zipapp: cannot write %s: %s" % (out, exc.strerror or exc)) from None
     print("wrote %s (bytecode for Python %d.%d, source for the others); run it with: python3 %s --help"
           % (out, *sys.version_info[:2], _argv_text([out])))
     return 0
@@ -16984,8 +17014,12 @@ def init_config(args):
         "version_command": "%s --version" % quoted}
     text = STARTER_CONFIG % dict({key + "_json": json.dumps(value) for key, value in values.items()},
                                  name_comment=re.sub(r"\s", " ", rest[0]), file=_argv_text([output]))
-    with open(output, "w", encoding="utf-8") as f:
-        f.write(text)
+    try:  # its folder too: the default config's (~/.config/mcpstudio) may not exist yet
+        os.makedirs(os.path.dirname(os.path.abspath(output)), exist_ok=True)
+        with open(output, "w", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as exc:
+        raise McpStudioError("init: cannot write %s: %s" % (output, exc.strerror or exc)) from None
     print("wrote %s; check it with: %s check --config %s" % (output, _prog(), _argv_text([output])))
     return 0
 
@@ -17170,8 +17204,8 @@ def check_config(path, log: Log, options):
         if isinstance(source, SkillFolders):
             found = source.look()
             print("\nskills in %s:" % ", ".join(source.roots))
-            for path, (_, _, frontmatter, files) in sorted(found.items()):
-                print("  %-32s %3d files %9d bytes  %s" % (path, len(files), sum(st.st_size for _, st in files.values()),
+            for skill, (_, _, frontmatter, files) in sorted(found.items()):
+                print("  %-32s %3d files %9d bytes  %s" % (skill, len(files), sum(st.st_size for _, st in files.values()),
                                                          _clip(frontmatter["description"].replace("\n", " "), 60)))
             for skill_md, problem in sorted(source.problems.items()):
                 print("  not served: %s: %s" % (skill_md, problem))
@@ -17194,11 +17228,12 @@ def check_config(path, log: Log, options):
                     print("  warning: %s: parameter `%s` is declared but no template uses it" % (tool.name, key))
                     warned += 1
             # The example a call with the required parameters runs (optional parts off, as they are when left
-            # out), then, when it differs, one with every parameter given.
+            # out, and defaults added, as a call gets them), then, when it differs, one with every parameter given.
             examples = []
             for keys in ([k for k in props if k in required], list(props)):
                 try:
-                    examples.append(_argv_text(tool.argv({k: _example_value(k, props[k]) for k in keys})))
+                    given = {k: _example_value(k, props[k]) for k in keys}
+                    examples.append(_argv_text(tool.argv(dict(spec.defaults, **given))))
                 except ToolError as exc:
                     examples.append("(example refused: %s)" % exc)
             argv = examples[0] + ("\n      with every parameter: %s" % examples[1] if examples[1] != examples[0] else "")
@@ -17910,8 +17945,8 @@ def main(argv=None):
         if config is None and command is not None and not (command == "check" and options["skills"]):
             config = default_config_path()
             if not os.path.exists(config):
-                raise UsageError("%s needs --config FILE (or a config at %s; create one with "
-                                 "mcpstudio init NAME --command CMD)" % (command, config))
+                raise UsageError("%s needs --config FILE (or a config at %s; create one with: "
+                                 "mcpstudio init NAME --command CMD -o %s)" % (command, config, _argv_text([config])))
         if not words and not options["root_directory"] and not options["skills"] and config is None \
                 and options["url"] is None:
             raise UsageError("no command given; e.g. mcpstudio echo \"{message}\" (see --help)")

@@ -1640,6 +1640,30 @@ class WindowsTests(ScratchDir):
             else:
                 self.assertEqual(text_of(result), "hello from the main job\n")
             self.assertEqual(server.close(), 0, server.context())
+        if os.name == "nt":  # the start says why (under Wine it suggested `gecko`, a folder in System32)
+            self.assertIn("mcpstudio: warning: `echo` is not on PATH here: it is built into cmd.exe, not a program",
+                          "".join(server.stderr))
+            self.assertNotIn("did you mean", "".join(server.stderr))
+        else:
+            self.assertNotIn("warning", "".join(server.stderr))
+
+    def test_did_you_mean_names_only_a_program(self):
+        # `check` of a tool whose program is not on PATH suggests a program of that PATH: not a folder, not a file
+        # that does not run (it suggested whatever the folder held: `gecko`, a folder of Wine's System32, for echo).
+        folder = os.path.join(self.dir, "bin dir")
+        os.makedirs(os.path.join(folder, "tgi"))
+        with open(os.path.join(folder, "itg.dll"), "w") as f:
+            f.write("not a program")
+        program = os.path.join(folder, "tig" if os.name == "posix" else "tig.cmd")
+        with open(program, "w") as f:
+            f.write("#!/bin/sh\necho tig\n" if os.name == "posix" else "@echo tig\r\n")
+        os.chmod(program, 0o755)
+        config = os.path.join(self.dir, "gti.json")
+        with open(config, "w") as f:
+            json.dump({"tools": [{"name": "t", "command": "gti", "environment": {"PATH": folder}}]}, f)
+        out = subprocess.run(SERVER + ["check", "--config", config], capture_output=True, text=True,
+                             timeout=COMPILING, env=self.env)
+        self.assertIn("warning: t: `gti` is not on PATH here (did you mean `tig`?)", out.stdout, out.stderr)
 
     def test_template_mode_with_an_exe_found_on_path_and_a_python_script(self):
         # A bare program name is found on PATH with PATHEXT (python -> python.exe), runs a Python script in a folder
@@ -1685,7 +1709,8 @@ class WindowsTests(ScratchDir):
                     self.assertEqual(self.call_args(server, name, {"who": "two words"}), ["two words", r"C:\data\x.txt"])
                     refused = server.call(name, {"who": "x & calc"})
                     self.assertTrue(refused["isError"], refused)
-                    self.assertIn("a batch file, through cmd.exe", text_of(refused))
+                    self.assertIn("a batch file, through cmd.exe; give a value without it, or run the program "
+                                  "the batch file starts directly", text_of(refused))  # what to do (it said only why)
                     self.assertEqual(server.close(), 0)
 
     def test_config_mode_variables_and_their_case(self):
@@ -2017,7 +2042,8 @@ class ExecValueTests(ScratchDir):
                     self.assertIsNone(problem)
                 else:
                     self.assertTrue(problem and problem.startswith(expected), problem)
-                    self.assertIn("a batch file, through cmd.exe", problem)
+                    self.assertIn("a batch file, through cmd.exe; give a value without it, or run the program the "
+                                  "batch file starts directly", problem)
                 self.assertIsNone(mcpstudio.exec_problem(argv, batch=False))
         # A script-mode batch script gets its values as variables, which it expands as %MCPD_OPT_x%.
         self.assertIn("holds '&'", mcpstudio.batch_problem("C:\\scripts\\t.bat", "a & calc", batch=True))
@@ -6409,7 +6435,8 @@ class ScriptSchemaTests(unittest.TestCase):
             ({"x": {"required": False, "value_type": "string"}}, "no default_value"),
             ({"x": {"required": False, "value_type": "integer", "default_value": "one"}}, "integer"),
             ({"x": {"required": True, "value_type": {"enum": []}}}, "non-empty"),
-            ({"x": {"value_type": "string"}}, "`required` must be true or false"),
+            ({"x": {"value_type": "string"}}, "has no `required`: add \"required\": true, or false with a default_value"),
+            ({"x": {"required": "yes", "value_type": "string"}}, "`required` must be true or false, not \"yes\""),
             ({"x": {"required": True, "value_type": "date"}}, "unknown value_type"),
             ({"x": "string"}, "must be an object"),
             ([1], "JSON object"),
@@ -7079,6 +7106,23 @@ class SkillsTests(ScratchDir):
                              timeout=WAIT)
         self.assertEqual(out.returncode, 2)
         self.assertIn("--skills", out.stderr)
+
+    def test_check_names_the_config_in_its_verdict(self):
+        # The verdict line of `check --config` names the config file, not the last skill listed (the skills
+        # loop reused the name `path`: `check --config examples/configs/skills.json` ended
+        # "<cwd>/pdf-processing: ok", and `check --skills` printed such a verdict, for no file at all).
+        config = os.path.join(self.dir, "c.json")
+        with open(config, "w") as f:
+            json.dump({"skills": [os.path.join(HERE, "examples", "skills")]}, f)
+        out = subprocess.run(SERVER + ["check", "--config", config], capture_output=True, text=True, timeout=WAIT,
+                             cwd=self.dir)
+        self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
+        self.assertEqual(out.stdout.rstrip("\n").splitlines()[-1], "%s: ok" % os.path.abspath(config))
+        out = subprocess.run(SERVER + ["check", "--skills", os.path.join(HERE, "examples", "skills")],
+                             capture_output=True, text=True, timeout=WAIT, cwd=self.dir)
+        self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
+        self.assertNotIn(os.path.join(self.dir, "pdf-processing"), out.stdout)
+        self.assertTrue(out.stdout.rstrip("\n").splitlines()[-1].startswith("  pdf-processing "), out.stdout)
 
 
 class SkillsToolingTests(ScratchDir):
@@ -9994,6 +10038,23 @@ class ConfigTests(ScratchDir):
         # showed every optional part on, with placeholders); the next line gives every parameter.
         self.assertIn("example: git log -n 1 --\n      with every parameter: git log -n 1 -- '<path>'", proc.stdout)
         self.assertIn("git://status", proc.stdout)
+
+    def test_check_example_has_the_defaults_a_call_gets(self):
+        # README's git_log (`limit` defaults to 20): the example of a call with the required parameters shows
+        # `-n 20`, what such a call runs (it showed `git log --oneline -n`, a command that fails), and the call
+        # served runs that argv.
+        config = self.write_config({"tools": [
+            {"name": "git_log", "parameters": {"limit": {"type": "integer", "default": 20},
+                                               "author": {"type": "string", "required": False}},
+             "command_template": "printf '%s|' log -n {limit} {#if author}--author={author}{/if}"}]})
+        proc = self.run_cli("check", "--config", config)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertIn("example: printf '%s|' log -n 20\n      with every parameter: printf '%s|' log -n 1 "
+                      "'--author=<author>'\n", proc.stdout)
+        with McpProcess("serve", "--config", config) as server:
+            server.initialize()
+            reply = server.request("tools/call", {"name": "git_log", "arguments": {}})
+            self.assertEqual(reply["result"]["content"][0]["text"], "log|-n|20|")
 
     def test_check_warns(self):
         # check names a command that is not on PATH and a parameter no template uses.
@@ -15679,6 +15740,27 @@ class HttpTests(ScratchDir):
             self.assertEqual(server.post({"jsonrpc": "2.0", "id": 7, "method": "tools/list"}, session=session)[0], 404)
             self.assertEqual(server.post(None, method="GET")[0], 405)
 
+    def test_a_body_that_is_no_message_is_answered_as_on_stdio(self):
+        # A batch is refused as one; a JSON string or number is no batch, and gets stdio's answer (it was told
+        # "no batches" too).
+        with HttpServerProcess("echo", "{message}") as server:
+            session = server.initialize_session()
+            for body, message in (([{"jsonrpc": "2.0", "id": 1, "method": "ping"}], "(no batches)"),
+                                  ("ping", "Invalid request: expected a JSON object"),
+                                  (7, "Invalid request: expected a JSON object")):
+                with self.subTest(body=body):
+                    status, _, text = server.post(body, session=session)
+                    error = json.loads(text)["error"]
+                    self.assertEqual((status, error["code"]), (400, -32600))
+                    self.assertIn(message, error["message"])
+                    self.assertEqual("no batches" in error["message"], isinstance(body, list))
+        with McpProcess("echo", "{message}") as server:
+            server.send_raw(b'"ping"\n')
+            self.assertEqual(server.request("ping")["result"], {})  # answered after the string's error
+            with server.lock:
+                said = [json.loads(line)["error"]["message"] for line in server.stdout_lines if b'"error"' in line]
+            self.assertEqual(said, ["Invalid request: expected a JSON object"])
+
     def test_protocol_2026_07_28_over_http(self):
         with HttpServerProcess("echo", "{message}") as server:
             status, _, text = server.modern("server/discover")
@@ -17061,6 +17143,18 @@ class CommandLineTests(ScratchDir):
         proc = self.run_cli("check", "--config", path)
         self.assertIn("tools[0] `t`: its command: `{x` is not closed", proc.stderr)
         self.assertTrue(proc.stdout.rstrip().endswith("loads, with 1 warning (above)"), proc.stdout)
+        # A field with a description holds blanks, as Go's `{{json .}}` does: each is closed, and nothing warns
+        # (examples/configs/git.json's `-C {repo # path of the repository}` was said to be an unclosed `{repo`, and
+        # docker.json's and guarded.json's commands so too, at every start of those configs).
+        with open(path, "w") as f:
+            json.dump({"tools": [{"name": "t", "command": "echo -C {repo # path of the repository} {#if x}{x}{/if}"}]}, f)
+        proc = self.run_cli("check", "--config", path)
+        self.assertEqual(proc.stderr, "")
+        self.assertTrue(proc.stdout.rstrip().endswith("%s: ok" % path), proc.stdout)
+        for name in ("git.json", "docker.json", "guarded.json"):
+            proc = self.run_cli("check", "--config", os.path.join(HERE, "examples", "configs", name))
+            self.assertEqual(proc.stderr, "")
+            self.assertTrue(proc.stdout.rstrip().endswith("%s: ok" % name), proc.stdout)
 
     def test_suggested_commands_are_spelled_as_the_user_ran_it(self):
         # Run as `python3 mcpstudio.py`, an error's suggested command said bare `mcpstudio ...`, which is not
@@ -17835,6 +17929,33 @@ class ToolingTests(ToolingCase):
         proc = subprocess.run([other[0], pyz, "call", "echo", "message=fallback", "echo", "{message}"],
                               capture_output=True, text=True, timeout=COMPILING)
         self.assertEqual(proc.stdout, "fallback\n", proc.stderr)
+
+    def test_no_default_config_suggests_an_init_that_makes_it(self):
+        # `serve` with no config anywhere suggests the init that writes the default config (it suggested
+        # `init NAME --command CMD`, which writes ./NAME.json, so `serve` failed the same way after it), and that
+        # init makes the config's folder (it failed with a bare errno for ~/.config/mcpstudio).
+        proc = self.cli("serve", code=2)
+        suggested = "init NAME --command CMD -o %s)" % self.config
+        self.assertIn(suggested, proc.stderr.splitlines()[0])
+        self.assertIn("wrote %s" % self.config, self.cli("init", "tools", "--command", "git", "-o", self.config).stdout)
+        self.assertTrue(self.cli("check").stdout.rstrip().endswith("%s: ok" % self.config))
+        with McpProcess("serve", env=self.env) as server:
+            server.initialize()
+            self.assertEqual(sorted(t["name"] for t in server.request("tools/list")["result"]["tools"]),
+                             ["tools_help", "tools_run"])
+
+    def test_zipapp_that_cannot_be_written_names_the_file_and_leaves_nothing(self):
+        # OUT.pyz is a folder, or in a missing one: the error names OUT.pyz (it named OUT.pyz.tmp, a file
+        # nobody asked for, in an errno's words) and no half-built OUT.pyz.tmp (1.7 MB) is left beside it.
+        folder = os.path.join(self.dir, "app.pyz")
+        os.mkdir(folder)
+        for out in (folder, os.path.join(self.dir, "missing", "app.pyz")):
+            proc = self.cli("zipapp", out, code=1)
+            self.assertEqual(proc.stderr.strip().splitlines()[-1],
+                             "mcpstudio: error: zipapp: cannot write %s: %s" % (
+                                 out, "Is a directory" if out == folder else "No such file or directory"))
+        self.assertEqual(sorted(os.listdir(self.dir)), ["app.pyz", "home"])
+        self.assertEqual(os.listdir(folder), [])
 
 
 class ToolingConfigFormatTests(ToolingCase):
