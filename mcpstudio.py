@@ -2100,9 +2100,10 @@ def parse_frontmatter(text):
 # while it runs, and cannot be seen on Windows (_reading is None there).
 # CI tests Linux, and Windows under Wine (.ci/windows: no console there, so no
 # CTRL_BREAK, and no taskkill /T); macOS takes the POSIX path.
-# Outside this block code asks only `_POSIX` (the batch rule's default, the
-# #! hint, Claude Desktop's PATH, script options as variables); client_config_path takes the platform of
-# the client's machine as an argument, to be tested for each.
+# Outside this block code asks only `_POSIX`, never os.name or sys.platform, for what differs in one
+# line (the batch rule's default, the #! hint, a did-you-mean's program names and cmd.exe's built-ins,
+# Claude Desktop's PATH, script options as variables, private files' owner and mode); client_config_path
+# takes the platform of the client's machine as an argument, to be tested for each.
 
 def find_program(argv, env):
     """`argv` with a program named without a folder replaced by the file a shell would run:
