@@ -529,7 +529,6 @@ _OPEN_FIELD = re.compile(r"(?<!\\)\{\{?%s(?:\.\.\.|:file|:folder)?$" % _FIELD_NA
 
 
 _UNCLOSED_FIELD = re.compile(r"(?<!\\)\{\{?%s(?:\.\.\.|:file|:folder)?(?=[^}]*$)" % _FIELD_NAME)
-_CLOSED_BRACES = re.compile(r"\{[^{}]*\}")  # a `{...}` its `}` closes: a field (its description may hold blanks), a block
 
 
 def unclosed_fields(words):
@@ -2884,8 +2883,8 @@ def exec_problem(argv, env=None, cwd=None, batch=None):
 
 
 # Commands of cmd.exe that no file on PATH provides: on Windows a template starting with one never starts.
-_CMD_BUILTINS = frozenset(("assoc call cd chdir cls copy date del dir echo endlocal erase exit for ftype goto if md "
-                           "mkdir mklink move path pause popd prompt pushd rd ren rename rmdir set setlocal start time "
+_CMD_BUILTINS = frozenset(("assoc break call cd chdir cls color copy date del dir echo endlocal erase exit for ftype goto if md "
+                           "mkdir mklink move path pause popd prompt pushd rd rem ren rename rmdir set setlocal shift start time "
                            "title type ver verify vol").split())
 
 
@@ -2903,21 +2902,22 @@ def program_not_found(program, env=None):
         return ("`%s` is not on PATH here: it is built into cmd.exe, not a program, and mcpstudio runs no shell "
                 "(use a program: hostname, git, python script.py, a .cmd file)" % program)
     import difflib
-    names = set()  # what could be typed in its place: a program, never a folder, a library or a text file
+    files = {}  # what could be typed in its place, and its file: a program, never a folder, a library or a text file
     for folder in path.split(os.pathsep):
         try:
             entries = os.listdir(folder or ".")
         except OSError:
             continue
         for entry in entries:
-            full = os.path.join(folder or ".", entry)
-            if _POSIX:
-                if os.access(full, os.X_OK) and os.path.isfile(full):
-                    names.add(entry)
-            elif os.path.splitext(entry)[1].lower() in (".com", ".exe", ".bat", ".cmd"):
-                names.add(os.path.splitext(entry)[0])  # git.exe is typed git (PATHEXT)
-    swapped = sorted(name for name in names if sorted(name) == sorted(program))  # gti: git, before tic
-    close = swapped or difflib.get_close_matches(program, sorted(names), 1, 0.6)
+            typed, extension = (entry, "") if _POSIX else os.path.splitext(entry.lower())  # GIT.EXE is typed git
+            if _POSIX or extension in (".com", ".exe", ".bat", ".cmd"):
+                files.setdefault(typed, os.path.join(folder or ".", entry))
+    wanted = program if _POSIX else program.lower()
+
+    def runs(name):  # asked of the few close names only: a long PATH has thousands of files
+        return not _POSIX or os.access(files[name], os.X_OK) and os.path.isfile(files[name])
+    swapped = sorted(name for name in files if sorted(name) == sorted(wanted) and runs(name))  # gti: git, before tic
+    close = swapped or [name for name in difflib.get_close_matches(wanted, sorted(files), 5, 0.6) if runs(name)]
     return "`%s` is not on PATH here%s" % (program, " (did you mean `%s`?)" % close[0] if close else "")
 
 
@@ -7925,6 +7925,12 @@ class CommandTemplate(Template):
             words.append((word, spaces))
         return words
 
+    def literal_words(self):
+        """Each word's text as written, quote marks and fields left out: where a `{name` no `}` closes in
+        its word is literal text (see unclosed_warning). A field's description (`{repo # path of the
+        repository}`) and a quoted program (`awk '{print $1}'`) are one word each."""
+        return ["".join(raw for kind, _, _, raw in word if kind == "t") for word, _ in self._token_words(None)]
+
     def words_for(self, arguments):
         """Split the chosen tokens into words of pieces (str, Field, Group)."""
         words = []
@@ -8782,8 +8788,7 @@ class ConfigLoader:
                             "what it asks another way (an option such as --yes, or its environment).",
                             self.path, index, tool.name)
         for where, template, _, _ in commands:
-            # Split into words once every closed `{...}` is out: `{repo # path of the repository}` is one field.
-            warning = unclosed_warning(_CLOSED_BRACES.sub(" ", " ".join(template.source)).split())
+            warning = unclosed_warning(template.literal_words())
             if warning:
                 log.warning("%s: %s: its command: %s", self.path, where, warning)
 
@@ -15499,7 +15504,7 @@ def _build_server(options, words, log: Log, config, runner=None, primary: Server
         program = template.words[0]
         missing = all(isinstance(piece, str) for piece in program) and program_not_found("".join(program), env)
         if missing:  # a typo (`gti log`) would pass every check and fail at each call
-            log.warning("%s: every call will fail until it is", missing)
+            log.warning("%s; each call will fail so", missing)
         if unclosed_warning(words):
             log.warning("the template: %s", unclosed_warning(words))
         misplaced = [word for word in words[1:] if word.startswith("--") and word.partition("=")[0] in _OPTIONS_BY_NAME]
@@ -16919,9 +16924,11 @@ def zipapp_command(words):
     with tempfile.TemporaryDirectory() as folder:
         compiled = py_compile.compile(source, cfile=os.path.join(folder, "mcpstudio.pyc"), dfile="mcpstudio.py",
                                       doraise=True, invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
-        temporary = out + ".tmp"
-        try:
-            with open(temporary, "wb") as f:
+        temporary = None
+        try:  # a file of its own beside OUT (mkstemp: never one that is there already), renamed over OUT when whole
+            handle, temporary = tempfile.mkstemp(prefix=os.path.basename(out) + ".", suffix=".tmp",
+                                                 dir=os.path.dirname(out) or ".")
+            with os.fdopen(handle, "wb") as f:
                 f.write(b"#!/usr/bin/env python3\n")
                 with zipfile.ZipFile(f, "w", zipfile.ZIP_DEFLATED) as archive:
                     archive.writestr("__main__.py", _ZIPAPP_MAIN)
@@ -16930,8 +16937,9 @@ def zipapp_command(words):
             os.chmod(temporary, 0o755)
             os.replace(temporary, out)
         except OSError as exc:  # a missing folder, a folder of that name, a full disk: no half-built file is left
-            with contextlib.suppress(OSError):
-                os.unlink(temporary)
+            if temporary:
+                with contextlib.suppress(OSError):
+                    os.unlink(temporary)
             raise McpStudioError("zipapp: cannot write %s: %s" % (out, exc.strerror or exc)) from None
     print("wrote %s (bytecode for Python %d.%d, source for the others); run it with: python3 %s --help"
           % (out, *sys.version_info[:2], _argv_text([out])))
@@ -17015,12 +17023,14 @@ def init_config(args):
         "version_command": "%s --version" % quoted}
     text = STARTER_CONFIG % dict({key + "_json": json.dumps(value) for key, value in values.items()},
                                  name_comment=re.sub(r"\s", " ", rest[0]), file=_argv_text([output]))
+    folder = os.path.dirname(os.path.abspath(output))
     try:  # its folder too: the default config's (~/.config/mcpstudio) may not exist yet
-        os.makedirs(os.path.dirname(os.path.abspath(output)), exist_ok=True)
+        os.makedirs(folder, exist_ok=True)
         with open(output, "w", encoding="utf-8") as f:
             f.write(text)
     except OSError as exc:
-        raise McpStudioError("init: cannot write %s: %s" % (output, exc.strerror or exc)) from None
+        why = "%s is a file, not a folder" % folder if os.path.isfile(folder) else exc.strerror or exc
+        raise McpStudioError("init: cannot write %s: %s" % (output, why)) from None
     print("wrote %s; check it with: %s check --config %s" % (output, _prog(), _argv_text([output])))
     return 0
 
@@ -17261,8 +17271,10 @@ def check_config(path, log: Log, options):
         refused += sum(1 for spec in plan.specs if spec.error and not spec.disabled) + bool(hub.namespace.refusal)
         refused += tally["refused"]
         warned -= sum(1 for spec in hub._specs.values() if spec.error)  # logged as warnings: counted as problems
-    if path is not None:  # the verdict comes last, after everything it sums up
-        print("\n%s: %s" % (os.path.abspath(path), _check_verdict(refused, warned + log.warnings)))
+    # The verdict comes last, after everything it sums up, naming what was checked: the file, else the skill folders.
+    checked = os.path.abspath(path) if path is not None else ", ".join(
+        root for source in sources if isinstance(source, SkillFolders) for root in source.roots)
+    print("\n%s: %s" % (checked, _check_verdict(refused, warned + log.warnings)))
     return min(refused, 1)
 
 

@@ -1650,11 +1650,12 @@ class WindowsTests(ScratchDir):
     def test_did_you_mean_names_only_a_program(self):
         # `check` of a tool whose program is not on PATH suggests a program of that PATH: not a folder, not a file
         # that does not run (it suggested whatever the folder held: `gecko`, a folder of Wine's System32, for echo).
+        # On Windows names are compared in any case, as Windows finds them (System32 has some in capitals).
         folder = os.path.join(self.dir, "bin dir")
         os.makedirs(os.path.join(folder, "tgi"))
         with open(os.path.join(folder, "itg.dll"), "w") as f:
             f.write("not a program")
-        program = os.path.join(folder, "tig" if os.name == "posix" else "tig.cmd")
+        program = os.path.join(folder, "tig" if os.name == "posix" else "TIG.CMD")
         with open(program, "w") as f:
             f.write("#!/bin/sh\necho tig\n" if os.name == "posix" else "@echo tig\r\n")
         os.chmod(program, 0o755)
@@ -7122,7 +7123,7 @@ class SkillsTests(ScratchDir):
                              capture_output=True, text=True, timeout=WAIT, cwd=self.dir)
         self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
         self.assertNotIn(os.path.join(self.dir, "pdf-processing"), out.stdout)
-        self.assertTrue(out.stdout.rstrip("\n").splitlines()[-1].startswith("  pdf-processing "), out.stdout)
+        self.assertEqual(out.stdout.rstrip("\n").splitlines()[-1], "%s: ok" % os.path.join(HERE, "examples", "skills"))
 
 
 class SkillsToolingTests(ScratchDir):
@@ -17143,18 +17144,25 @@ class CommandLineTests(ScratchDir):
         proc = self.run_cli("check", "--config", path)
         self.assertIn("tools[0] `t`: its command: `{x` is not closed", proc.stderr)
         self.assertTrue(proc.stdout.rstrip().endswith("loads, with 1 warning (above)"), proc.stdout)
-        # A field with a description holds blanks, as Go's `{{json .}}` does: each is closed, and nothing warns
-        # (examples/configs/git.json's `-C {repo # path of the repository}` was said to be an unclosed `{repo`, and
-        # docker.json's and guarded.json's commands so too, at every start of those configs).
-        with open(path, "w") as f:
-            json.dump({"tools": [{"name": "t", "command": "echo -C {repo # path of the repository} {#if x}{x}{/if}"}]}, f)
-        proc = self.run_cli("check", "--config", path)
-        self.assertEqual(proc.stderr, "")
-        self.assertTrue(proc.stdout.rstrip().endswith("%s: ok" % path), proc.stdout)
-        for name in ("git.json", "docker.json", "guarded.json"):
+        # The words are the command's own: a field with a description holds blanks, as a quoted program (awk's
+        # '{print $1}', Go's '{{json .}}') does, and neither warns (examples/configs/git.json's `-C {repo # path of the
+        # repository}` was said to be an unclosed `{repo`, and docker.json's and guarded.json's commands so too, at
+        # every start of those configs); a description without its `#`, or a `}` in another word, still warns.
+        for command, unclosed in (("echo -C {repo # path of the repository} {#if x}{x}{/if}", None),
+                                  ("awk '{print $1}' {file}", None), ("docker ps --format '{{json .}}'", None),
+                                  ("echo {repo path of the repository}", "{repo"), ("echo {x \\}", "{x"),
+                                  ("echo {a}{b", "{b")):
+            with open(path, "w") as f:
+                json.dump({"tools": [{"name": "t", "command": command}]}, f)
+            proc = self.run_cli("check", "--config", path)
+            if unclosed:
+                self.assertIn("tools[0] `t`: its command: `%s` is not closed" % unclosed, proc.stderr)
+            else:
+                self.assertNotIn("is not closed", proc.stderr)
+        for name in ("git.json", "docker.json", "guarded.json"):  # (a program not on PATH here is another warning)
             proc = self.run_cli("check", "--config", os.path.join(HERE, "examples", "configs", name))
-            self.assertEqual(proc.stderr, "")
-            self.assertTrue(proc.stdout.rstrip().endswith("%s: ok" % name), proc.stdout)
+            self.assertNotIn("is not closed", proc.stderr)
+            self.assertNotIn("warning", proc.stderr)
 
     def test_suggested_commands_are_spelled_as_the_user_ran_it(self):
         # Run as `python3 mcpstudio.py`, an error's suggested command said bare `mcpstudio ...`, which is not
@@ -17943,6 +17951,12 @@ class ToolingTests(ToolingCase):
             server.initialize()
             self.assertEqual(sorted(t["name"] for t in server.request("tools/list")["result"]["tools"]),
                              ["tools_help", "tools_run"])
+        # A folder on the way that is a file is named as such (it said `File exists`, as if --force would help).
+        blocked = os.path.join(self.dir, "afile")
+        open(blocked, "w").close()
+        proc = self.cli("init", "tools", "--command", "git", "-o", os.path.join(blocked, "x.json"), code=1)
+        self.assertIn("init: cannot write %s: %s is a file, not a folder" % (os.path.join(blocked, "x.json"), blocked),
+                      proc.stderr)
 
     def test_zipapp_that_cannot_be_written_names_the_file_and_leaves_nothing(self):
         # OUT.pyz is a folder, or in a missing one: the error names OUT.pyz (it named OUT.pyz.tmp, a file
@@ -17956,6 +17970,15 @@ class ToolingTests(ToolingCase):
                                  out, "Is a directory" if out == folder else "No such file or directory"))
         self.assertEqual(sorted(os.listdir(self.dir)), ["app.pyz", "home"])
         self.assertEqual(os.listdir(folder), [])
+        # A file of the name it would have used is someone else's: a build neither writes over it nor removes it.
+        theirs = os.path.join(self.dir, "app.pyz.tmp")
+        with open(theirs, "w") as f:
+            f.write("not mcpstudio's")
+        self.cli("zipapp", folder, code=1)
+        self.cli("zipapp", os.path.join(self.dir, "new.pyz"))
+        with open(theirs) as f:
+            self.assertEqual(f.read(), "not mcpstudio's")
+        self.assertEqual(sorted(os.listdir(self.dir)), ["app.pyz", "app.pyz.tmp", "home", "new.pyz"])
 
 
 class ToolingConfigFormatTests(ToolingCase):
