@@ -6923,9 +6923,7 @@ SEARCH_FIELDS = ((1.0, 0), (1.0, 0), (0.5, 1), (1.0, 1), (0.4, 1))  # name, titl
 LABEL_WEIGHT = 1.5
 SYNONYM_WEIGHT, PREFIX_WEIGHT = 0.6, 0.4
 COMPOUND_WEIGHT = 0.5  # each half of a word the index has only apart (flowchart: flow, chart)
-SERVER_WEIGHT = 0.2  # the share of its server's score (all its tools' names and descriptions as one text) a found tool
-# gets, the best server's score counted as the best tool's: a long query matches more of a server's one long text than
-# of any tool's, and should not let the server decide for that (max normalization, as in Fox and Shaw's CombSUM)
+SERVER_WEIGHT = 0.3  # the share of its server's score (all its tools' names and descriptions as one text) a found tool gets
 LATIN_LEAST = 0.5  # a description with fewer of its letters in the Latin alphabet is one the index cannot read
 STOP_WORDS = frozenset(
     "a an the to of for in on at by with and or from into as is are be it its this that these those my me i we our "
@@ -7153,9 +7151,8 @@ class ToolIndex:
         query = read_shapes(read_shapes(query, self.stages.values), self.stages.phrases)
         import heapq
         totals, context = self.scores(query), self.servers.scores(query) if self.servers else {}
-        scale = self.stages.server_share * max(totals.values()) / max(context.values()) if totals and context else 0.0
-        for number in totals:  # on the tools' scale: the best server counts as much as the best tool
-            totals[number] += scale * context.get(self.server_of[number], 0.0)
+        for number in totals:
+            totals[number] += self.stages.server_share * context.get(self.server_of[number], 0.0)
         return [self.tools[number] for number in heapq.nsmallest(limit, totals, key=lambda number: (-totals[number], number))]
 
     def scores(self, query):
