@@ -8972,9 +8972,10 @@ class ToolIndexTests(unittest.TestCase):
     def test_a_description_it_cannot_read(self):
         # issue 44, third round: a description mostly in letters the split does not read (LiveMCPBench's trends-hub
         # describes its 21 tools in Chinese) has the tool's name in front, so the name counts in the body as an
-        # English description's words would: LiveMCPBench's tasks 0.447 / 0.660 / 0.766 -> 0.479 / 0.691 / 0.777
+        # English description's words would: LiveMCPBench's tasks 0.447 / 0.660 / 0.766 -> 0.468 / 0.691 / 0.777
         # ("Tell me what's the big news in AI today", "Show me today's trending topics in the gaming world"), its
-        # agent queries +1 / +1 / +3, the other sets unchanged (they have no such descriptions)
+        # agent queries 0.482 / 0.635 / 0.709 -> 0.486 / 0.645 / 0.716, the other sets unchanged (they have no such
+        # descriptions). The rule is ASCII_LEAST: fewer than half of the description's letters ASCII letters
         from unittest import mock
         tools = (
             ("trends__get-weibo-trending", "获取微博热搜榜，包含时事热点、社会现象、娱乐新闻、明星动态及网络热议话题的实时热门中文资讯"),
@@ -8986,12 +8987,12 @@ class ToolIndexTests(unittest.TestCase):
         tools = [(name, "[%s] %s" % (name.split("__")[0], text)) for name, text in tools]
         rows = (("get today's top news headlines", "trends__get-bbc-news"),)
         self.assert_first(tools, rows)
-        with mock.patch.object(mcpstudio, "LATIN_LEAST", 0.0):  # the rule off: the finance tools' English words win
+        with mock.patch.object(mcpstudio, "ASCII_LEAST", 0.0):  # the rule off: the finance tools' English words win
             index = mcpstudio.ToolIndex([{"name": name, "description": text} for name, text in tools])
             self.assertNotEqual(index.search(rows[0][0], 1)[0]["name"], rows[0][1])
         self.assertEqual(mcpstudio.ToolIndex._fields({"name": "n", "description": "[s] 获取 BBC 新闻"})[3], "n 获取 BBC 新闻")
         self.assertEqual(mcpstudio.ToolIndex._fields({"name": "n", "description": "[s] Récupère les actualités"})[3],
-                         "Récupère les actualités")  # Latin letters, accents and all: read as it is
+                         "Récupère les actualités")  # mostly ASCII letters (é is not one): read as it is
 
     def test_servers_behind_a_search(self):
         # the search tool's description names each server and its tool count, the most tools first (a model that
