@@ -6923,10 +6923,8 @@ SEARCH_FIELDS = ((1.0, 0), (1.0, 0), (0.5, 1), (1.0, 1), (0.4, 1))  # name, titl
 LABEL_WEIGHT = 1.5
 SYNONYM_WEIGHT, PREFIX_WEIGHT = 0.6, 0.4
 COMPOUND_WEIGHT = 0.5  # each half of a word the index has only apart (flowchart: flow, chart)
-SERVER_WEIGHT = 0.2  # the share of its server's score (all its tools' names and descriptions as one text) a found tool
-# gets, the best server's score counted as the best tool's: a long query matches more of a server's one long text than
-# of any tool's, and should not let the server decide for that (max normalization, as in Fox and Shaw's CombSUM)
-LATIN_LEAST = 0.5  # a description with fewer of its letters in the Latin alphabet is one the index cannot read
+SERVER_WEIGHT = 0.3  # the share of its server's score (all its tools' names and descriptions as one text) a found tool gets
+ASCII_LEAST = 0.5  # a description with fewer of its letters ASCII letters (A-Z, a-z) is one the index cannot read
 STOP_WORDS = frozenset(
     "a an the to of for in on at by with and or from into as is are be it its this that these those my me i we our "
     "you your can could would should please want need some any all every do does did how what which whose where am "
@@ -7087,8 +7085,9 @@ class ToolIndex:
         self.stages, self.tools = stages, tools
         self.families = _families(stages.families, stages.stem)
         stems, texts, self.server_of = {}, {}, []  # server -> (its number, its tools' names and descriptions)
-        fields = [[search_words(text, stems, stages) for text in self._fields(tool)] for tool in tools]
-        for name, _, server, description, _ in map(self._fields, tools):
+        texts_of = [self._fields(tool) for tool in tools]
+        fields = [[search_words(text, stems, stages) for text in texts] for texts in texts_of]
+        for name, _, server, description, _ in texts_of:
             self.server_of.append(texts.setdefault(server, (len(texts), []))[0])
             texts[server][1].append(name + " " + description)
         self.servers = len(texts) > 1 and stages.server_share and ToolIndex(
@@ -7116,13 +7115,13 @@ class ToolIndex:
     def _fields(tool):
         """name, title, server, description and parameters: the texts of SEARCH_FIELDS (a tool's
         `anthropic/searchHint`, the words its author chose for search, counts as its description; a description
-        mostly in letters the split does not read, Chinese say, has the tool's name in front, so that the name
-        counts in the body as an English description's words would)."""
+        mostly in letters the split does not read (it reads ASCII letters: Chinese say) has the tool's name in front,
+        so that the name counts in the body as an English description's words would)."""
         description = str(tool.get("description") or "")
         server, _, rest = description[1:].partition("] ") if description.startswith("[") else ("", "", description)
-        other = 0 if rest.isascii() else sum(char.isalpha() for char in re.findall(r"[^\x00-\x7f]", rest))
-        latin = other and len(re.findall(r"[A-Za-z]", rest))  # letters, counted only when some are not ASCII (fast)
-        if other and latin < LATIN_LEAST * (latin + other):
+        other = 0 if rest.isascii() else sum(map(str.isalpha, re.sub(r"[\x00-\x7f]+", "", rest)))  # é, ß, 新 ...
+        plain = other and len(rest) - len(re.sub(r"[A-Za-z]+", "", rest))  # ASCII letters, counted only when others are
+        if other and plain < ASCII_LEAST * (plain + other):
             rest = tool["name"] + " " + rest  # in Chinese, say: the name stands in for what the split cannot read
         hint = _object(tool.get("_meta")).get(SEARCH_HINT_META)
         if isinstance(hint, str):
@@ -7153,9 +7152,8 @@ class ToolIndex:
         query = read_shapes(read_shapes(query, self.stages.values), self.stages.phrases)
         import heapq
         totals, context = self.scores(query), self.servers.scores(query) if self.servers else {}
-        scale = self.stages.server_share * max(totals.values()) / max(context.values()) if totals and context else 0.0
-        for number in totals:  # on the tools' scale: the best server counts as much as the best tool
-            totals[number] += scale * context.get(self.server_of[number], 0.0)
+        for number in totals:
+            totals[number] += self.stages.server_share * context.get(self.server_of[number], 0.0)
         return [self.tools[number] for number in heapq.nsmallest(limit, totals, key=lambda number: (-totals[number], number))]
 
     def scores(self, query):

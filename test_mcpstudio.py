@@ -8973,9 +8973,10 @@ class ToolIndexTests(unittest.TestCase):
     def test_a_description_it_cannot_read(self):
         # issue 44, third round: a description mostly in letters the split does not read (LiveMCPBench's trends-hub
         # describes its 21 tools in Chinese) has the tool's name in front, so the name counts in the body as an
-        # English description's words would: LiveMCPBench's tasks 0.447 / 0.660 / 0.766 -> 0.479 / 0.691 / 0.777
+        # English description's words would: LiveMCPBench's tasks 0.447 / 0.660 / 0.766 -> 0.468 / 0.691 / 0.777
         # ("Tell me what's the big news in AI today", "Show me today's trending topics in the gaming world"), its
-        # agent queries +1 / +1 / +3, the other sets unchanged (they have no such descriptions)
+        # agent queries 0.482 / 0.635 / 0.709 -> 0.486 / 0.645 / 0.716, the other sets unchanged (they have no such
+        # descriptions). The rule is ASCII_LEAST: fewer than half of the description's letters ASCII letters
         from unittest import mock
         tools = (
             ("trends__get-weibo-trending", "获取微博热搜榜，包含时事热点、社会现象、娱乐新闻、明星动态及网络热议话题的实时热门中文资讯"),
@@ -8987,45 +8988,12 @@ class ToolIndexTests(unittest.TestCase):
         tools = [(name, "[%s] %s" % (name.split("__")[0], text)) for name, text in tools]
         rows = (("get today's top news headlines", "trends__get-bbc-news"),)
         self.assert_first(tools, rows)
-        with mock.patch.object(mcpstudio, "LATIN_LEAST", 0.0):  # the rule off: the finance tools' English words win
+        with mock.patch.object(mcpstudio, "ASCII_LEAST", 0.0):  # the rule off: the finance tools' English words win
             index = mcpstudio.ToolIndex([{"name": name, "description": text} for name, text in tools])
             self.assertNotEqual(index.search(rows[0][0], 1)[0]["name"], rows[0][1])
         self.assertEqual(mcpstudio.ToolIndex._fields({"name": "n", "description": "[s] 获取 BBC 新闻"})[3], "n 获取 BBC 新闻")
         self.assertEqual(mcpstudio.ToolIndex._fields({"name": "n", "description": "[s] Récupère les actualités"})[3],
-                         "Récupère les actualités")  # Latin letters, accents and all: read as it is
-
-    def test_a_servers_share_on_the_tools_scale(self):
-        # issue 44, third round: the share of its server's score a tool gets is on the tools' scale (the best
-        # server counts as much as the best tool, times SERVER_WEIGHT): an agent's long query ("system command
-        # execution or shell ... like diff to compare files") matches more of a shell server's one long text than of
-        # any tool's, and the server should not decide for that. With the description rule above, LiveMCPBench's
-        # agent queries 0.482 / 0.635 / 0.709 -> 0.486 / 0.652 / 0.734 (MiniLM 0.723 at 10), its tasks +2 / +2 / +1,
-        # the unseen and fresh servers +1 at 5 and at 10, the recorded blind sets -1 at 10
-        shell = [("desktop__" + name, "[desktop] " + text) for name, text in (
-            ("start_process", "Start a new terminal process: execute a shell command on the system and return its output"),
-            ("read_process_output", "Read the output of a running terminal process"),
-            ("list_processes", "List the running processes of the system with their command lines"),
-            ("kill_process", "Kill a running process by its PID"),
-            ("search_code", "Search the text of code files with ripgrep, as grep does, and filter the results"),
-            ("search_files", "Find files by name on the file system"),
-            ("get_config", "Get the server's configuration: the shell, allowed directories, blocked commands"),
-            ("set_config_value", "Set a configuration value: the default shell, blocked commands, allowed directories"),
-            ("read_file", "Read the contents of a file from the file system"),
-            ("write_file", "Write contents to a file on the file system"))]
-        self.assert_first(shell + [
-            ("text__text_diff", "[text] Compare two texts and show their differences, line by line (diff)"),
-            ("text__word_count", "[text] Count the words and characters of a text"),
-            ("text__format_convert", "[text] Convert a document between formats"),
-            ("calendar__create_event", "[calendar] Create an event in the calendar"),
-            ("weather__get_forecast", "[weather] Get the weather forecast for a city"),
-            ("maps__geocode", "[maps] Find the coordinates of an address"), ("music__play_song", "[music] Play a song"),
-            ("mail__send_email", "[mail] Send an email"), ("notes__create_note", "[notes] Create a note"),
-            ("git__git_diff", "[git] Show the changes of the working tree"),
-            ("pdf__merge_pdfs", "[pdf] Merge PDF files into one")], (
-            ("shell or system commands: execute them, read files, see running processes, or diff to compare two texts",
-             "text__text_diff"),  # the server's share 0.3 of its score: desktop__read_file
-            ("run a shell command", "desktop__start_process"), ("kill the process", "desktop__kill_process"),
-            ("count the words of this text", "text__word_count")))
+                         "Récupère les actualités")  # mostly ASCII letters (é is not one): read as it is
 
     def test_servers_behind_a_search(self):
         # the search tool's description names each server and its tool count, the most tools first (a model that
@@ -9150,7 +9118,7 @@ class ToolIndexTests(unittest.TestCase):
             (("commit the fixes with message fix toggle", "git__commit"), ("open an issue in acme/web for the crash", "github__create_issue"),
              ("which pods are crashing", "k8s__get"),
              ("check the latest Svelte docs on stores", "docs__get"), ("keep in mind that Dana prefers email", "memory__add_observations"),
-             ("tell me what you remember about Dana", "memory__search_nodes"), ("what's the time in Berlin right now, is the team online", "clock__now"),
+             ("tell me what you remember about Dana", "memory__search_nodes"), ("what's the time in Berlin, is the team online", "clock__now"),
              ("google the error text", "web__search"), ("find the contract somewhere on my laptop", "files__search"),
              ("what have I changed in the site folder", "git__status"),
              ("recent news about the github outage", "web__search")))
