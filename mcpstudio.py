@@ -2163,6 +2163,33 @@ def script_argv(path, windows, python=None, pathext=None):
     return None
 
 
+_CMD_QUOTED = re.compile(r'[\s"&|<>^%(),;=!]')  # a word holding one goes in double quotes for cmd.exe
+
+
+def windows_command_line(argv):
+    """`argv` as one line to paste into cmd.exe, split back into `argv` by the Microsoft C runtime's rules (what
+    a Windows program reads): an empty word, or one with a blank, a quote or a character cmd.exe acts on, goes
+    in double quotes, `"` written `\\"` and the backslashes before a quote (or the closing quote) doubled, as
+    subprocess.list2cmdline does. cmd.exe knows no `\\"`: each `"` turns its quoting on or off, so a `&`, `|`,
+    `<`, `>`, `^`, `(` or `)` that falls outside its quoting (after a `\\"`) gets a `^`, which cmd.exe drops.
+    (A `%NAME%` naming a set variable is expanded by cmd.exe even inside quotes: docs/platforms.md.)"""
+    words = []
+    for word in map(str, argv):
+        if word and not _CMD_QUOTED.search(word):
+            words.append(word)
+            continue
+        quoted = '"%s"' % re.sub(r"(\\*)\Z", r"\1\1", re.sub(r'(\\*)"', lambda m: m.group(1) * 2 + '\\"', word))
+        shown, inside = [], False
+        for char in quoted:
+            if char == '"':
+                inside = not inside
+            elif not inside and char in "&|<>^()":
+                shown.append("^")
+            shown.append(char)
+        words.append("".join(shown))
+    return " ".join(words)
+
+
 if _POSIX:
     _SPAWN_OPTIONS = {"start_new_session": True}
 
@@ -2269,6 +2296,10 @@ if _POSIX:
 
     def _one_spelling(env):
         return env  # Path and PATH are two variables here
+
+    def _command_text(argv):
+        import shlex
+        return shlex.join(argv)  # for a POSIX shell
 
     def _variable(env, name):
         return env.get(name)
@@ -2587,6 +2618,9 @@ else:  # pragma: windows (Windows CPython under Wine in .ci/windows; the README 
 
     def _resolve_program(argv, env):
         return find_program(argv, env)  # CreateProcess would not find npx.cmd
+
+    def _command_text(argv):
+        return windows_command_line(argv)  # for cmd.exe, and the C runtime of the program it starts
 
     def _one_spelling(env):
         """Variables whose names differ only in case are one variable on Windows: the last given wins
@@ -2922,8 +2956,8 @@ def program_not_found(program, env=None):
 
 
 def _argv_text(argv):
-    import shlex
-    return shlex.join(map(str, argv))
+    """`argv` as a command line the user can paste into this system's shell (cmd.exe on Windows)."""
+    return _command_text([str(word) for word in argv])
 
 
 class ProcessRunner:
@@ -17011,7 +17045,7 @@ def init_config(args):
         raise UsageError("init: --command %r: %s" % (command, exc))
     if not words:
         raise UsageError("init: --command is empty")
-    quoted = _argv_text(words)
+    quoted = shlex.join(words)  # template words, which mcpstudio splits as a POSIX shell does on every system
     values = {  # each goes into the starter as JSON, under its key + "_json"
         "name": rest[0], "help_description": "Show how to use %s." % command,
         "run_description": "Run %s with arguments." % command, "args_description": "Arguments for %s" % command,

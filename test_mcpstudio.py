@@ -23,6 +23,7 @@ import json
 import os
 import re
 import select
+import shlex
 import shutil
 import signal
 import subprocess
@@ -1695,6 +1696,48 @@ class WindowsTests(ScratchDir):
             server.initialize()
             self.assertEqual(text_of(server.call(os.path.splitext(os.path.basename(PY))[0], {})), "one\r\ntwo\r\n")
 
+    # Words that cmd.exe and the C runtime each read their own way: blanks, quotes, backslashes before a quote and
+    # at the end, cmd's metacharacters, in quotes and (after a \\") outside them, and an empty word.
+    AWKWARD_WORDS = ["a&b", "x y", 'say "x&y"', "50% off", "(p)|<q>^", "end\\", 'tail\\"q', ",;=", "plain", ""]
+
+    def pasted(self, line):
+        """What `line` runs, as a user pastes it into this system's shell: cmd.exe on Windows (`cmd /s /c "LINE"`
+        takes the line as it is), sh elsewhere."""
+        shell = 'cmd /d /s /c "%s"' % line if os.name == "nt" else ["sh", "-c", line]
+        proc = subprocess.run(shell, capture_output=True, text=True, timeout=WAIT * 2, stdin=subprocess.DEVNULL,
+                              env=self.env, cwd=self.dir)
+        self.assertEqual(proc.returncode, 0, "%s\n%s%s" % (line, proc.stdout, proc.stderr))
+        return json.loads(proc.stdout)
+
+    def test_a_printed_command_pastes_into_the_shell(self):
+        # Newcomer3: the commands mcpstudio prints for the user to paste (check's example, install's `claude mcp
+        # add-json ...`) were quoted for a POSIX shell on Windows too: cmd.exe takes `'` as a letter, so a pasted
+        # `'{message}'` made values arrive in quotes, and a `&` ended the command. Each is run here through the
+        # system's shell, and the program must get the words meant.
+        config = os.path.join(self.dir, "awkward.json")
+        words = [PY, self.argv_py] + self.AWKWARD_WORDS
+        with open(config, "w") as f:  # the config's own (POSIX) quoting: single quotes keep every word as it is
+            json.dump({"tools": [{"name": "show", "description": "Show its words.",
+                                  "command": " ".join("'%s'" % word for word in words)}]}, f)
+        proc = subprocess.run(SERVER + ["check", "--config", config], capture_output=True, text=True,
+                              timeout=WAIT * 2, stdin=subprocess.DEVNULL, env=self.env, cwd=self.dir)
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        example = re.search(r"^ +example: (.*)$", proc.stdout, re.M)
+        self.assertIsNotNone(example, proc.stdout)
+        self.assertEqual(self.pasted(example.group(1)), self.AWKWARD_WORDS, example.group(1))
+        proc = subprocess.run(SERVER + ["install", "--client", "claude-code", "--as", "awkward"] + words,
+                              capture_output=True, text=True, timeout=WAIT * 2, stdin=subprocess.DEVNULL,
+                              env=self.env, cwd=self.dir)
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        added = re.search(r"\(or: claude (mcp add-json .*)\); add it with --write$", proc.stderr, re.M)
+        self.assertIsNotNone(added, proc.stderr)
+        shown = (subprocess.list2cmdline if os.name == "nt" else shlex.join)([PY, self.argv_py])  # for claude
+        received = self.pasted(shown + " " + added.group(1))
+        self.assertEqual(received[:5], ["mcp", "add-json", "--scope", "user", "awkward"], added.group(1))
+        entry = json.loads(proc.stdout)["mcpServers"]["awkward"]
+        self.assertEqual(json.loads(received[5]), entry, added.group(1))
+        self.assertEqual(entry["args"][-len(self.AWKWARD_WORDS):], self.AWKWARD_WORDS)
+
     @unittest.skipUnless(os.name == "nt", "batch files run through cmd.exe, on Windows only")
     def test_cmd_and_bat_shims_and_the_batch_file_rule(self):
         # A .cmd and a .bat shim, by path (in a folder with spaces) and by bare name on PATH (PATHEXT): their
@@ -1993,6 +2036,20 @@ class WindowsTests(ScratchDir):
 
 class ExecValueTests(ScratchDir):
     """Values bound for a process (argv, environment, folder) are checked once, for every source."""
+
+    def test_windows_command_line_table(self):
+        # What mcpstudio prints on Windows for a command to paste into cmd.exe (WindowsTests runs such lines there).
+        rows = [
+            (["git", "log"], "git log"),
+            (["C:\\my tools\\x.exe", ""], '"C:\\my tools\\x.exe" ""'),
+            (["a&b", "(x)", "a,b", "k=v", "50%", "hi!"], '"a&b" "(x)" "a,b" "k=v" "50%" "hi!"'),
+            (["end\\", "x y\\"], 'end\\ "x y\\\\"'),
+            (['say "hi"', 'a\\"b'], '"say \\"hi\\"" "a\\\\\\"b"'),
+            (['"x&y|z"'], '"\\"x^&y^|z\\""'),  # between \" and \" cmd.exe is outside its quotes: ^ keeps & literal
+            (['{"k": "<v>"}'], '"{\\"k\\": \\"^<v^>\\"}"'),
+        ]
+        for argv, line in rows:
+            self.assertEqual(mcpstudio.windows_command_line(argv), line, argv)
 
     def test_exec_problem_table(self):
         # Each row: argv, env, cwd, and the start of the sentence (None: fine).
