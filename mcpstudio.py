@@ -4260,8 +4260,9 @@ class PromptWatch(OutputFeed):
     command kept alive); a secret, or a client that cannot ask, stops the call with the prompt quoted. A command
     reading with nothing asked gets the end of its input, as from the null device."""
 
-    def __init__(self, ctx: CallContext, label, logger, answers=(), slots=None, secret=False):
+    def __init__(self, ctx: CallContext, label, logger, answers=(), slots=None, secret=False, configured=False):
         super().__init__(ctx, label, logger)
+        self.configured = configured  # a config's tool: a refusal names its keys (else the command line's options)
         self.answers = answers  # the tool's, as (pattern, text)
         self.slots = slots      # the semaphore of running commands: a command parked on a 2026-07-28 question leaves it
         self.secret = secret    # a program known to ask for secrets (asks_secrets): each of its prompts is one
@@ -4298,18 +4299,23 @@ class PromptWatch(OutputFeed):
         for pattern, reply in self.answers:
             if pattern.search(prompt):
                 return reply
+        # how to keep it from asking: a config's keys, or the command line's options (template mode has no config)
+        ways = ({"environment": "\"environment\" in the config", "answer": "as a scripted answer (\"answers\" on this "
+                 "tool)", "off": "answer it in the config (\"answers\" on this tool), or set \"interactive\": false"}
+                if self.configured else {"environment": "--env NAME=VALUE",
+                                         "answer": "on its stdin (--stdin TEXT, ending in a newline)",
+                                         "off": "or give it the answer on its stdin (--stdin TEXT, ending in a newline)"})
         if not schema:
             self.problem = ("%s, a secret, which is never asked in a form. Give it to the command another way: in "
-                            "its environment (\"environment\" in the config), or a file or option it reads; or as a "
-                            "scripted answer (\"answers\" on this tool)." % said)
+                            "its environment (%s), or a file or option it reads; or %s."
+                            % (said, ways["environment"], ways["answer"]))
         elif not (ctx.prompts and not ctx.task if ctx.modern else ctx.declared("elicitation")):
-            self.problem = ("%s, and %s. Make the command not ask (an option such as --yes), answer it in the config "
-                            "(\"answers\" on this tool), or set \"interactive\": false." % (said, (
+            self.problem = ("%s, and %s. Make the command not ask (an option such as --yes), %s." % (said, (
                                 "it runs as a task (its taskSupport is \"required\", or it ran past %s s for a client "
                                 "that takes tasks), which cannot ask the client; \"taskSupport\": \"forbidden\" keeps "
                                 "its questions" % TASK_AFTER
                                 if ctx.modern and ctx.task and ctx.declared("elicitation") else
-                                "this client cannot answer (it declared no elicitation capability)")))
+                                "this client cannot answer (it declared no elicitation capability)"), ways["off"]))
         else:
             form = elicitation_form(plain_text(text[-1000:]), {"answer": dict(schema, title=plain_text(prompt, False))})
             parked = ctx.modern and self.slots  # answered by a retry that may never come: no slot meanwhile
@@ -5016,12 +5022,13 @@ class FileArguments:
 # runs the template as `sh -c SCRIPT mcpstudio VALUES...`; `within`: argument -> the folder its path must stay in;
 # `asked`: parameter -> the question the user is asked when a call leaves it out; `rules`: its rateLimit, cache and
 # confirm (see Guard); `files`, `output_folder`, `file_resources`: see FileArguments; `interactive`: its questions
-# are answered (PromptWatch); `answers`: [(compiled prompt pattern, answer)], questions answered without asking.
+# are answered (PromptWatch); `answers`: [(compiled prompt pattern, answer)], questions answered without asking;
+# `configured`: read from a config file (what a refusal advises are its keys; else the command line's options).
 ToolSpec = collections.namedtuple("ToolSpec", (
     "name", "template", "description", "title", "annotations", "schema", "defaults", "stdin", "shell", "within",
     "output_format", "ok_exit", "asked", "rules", "files", "output_folder", "interactive", "answers",
-    "file_resources"), defaults=(None, None, {}, None, {}, None, False, {}, "text", (0,), {}, {}, (), None, True, (),
-                                 False))
+    "file_resources", "configured"), defaults=(None, None, {}, None, {}, None, False, {}, "text", (0,), {}, {}, (),
+                                               None, True, (), False, False))
 
 
 def json_result(name, result: ProcessResult, outcome):
@@ -5179,8 +5186,8 @@ class CommandTool:
         # its heartbeat also while the call waits for a slot; questions are seen only where the platform tells
         asks = spec.interactive and _reading is not None
         label, secret = "`%s`" % self.name, asks_secrets(re.split(r"[\s;&|()`\"']+", spec.template.display()))
-        feed = (PromptWatch(ctx, label, self.name, spec.answers, settings.slots, secret)  # `secret`: by the words
-                if asks else OutputFeed(ctx, label, self.name))                           # it was written with
+        feed = (PromptWatch(ctx, label, self.name, spec.answers, settings.slots, secret, spec.configured)  # `secret`:
+                if asks else OutputFeed(ctx, label, self.name))  # by the words it was written with
         try:
             async with settings.slots:
                 result = ctx.ran = await settings.run(self.runner, argv, stdin_bytes=stdin, on_output=feed.add,
@@ -8896,7 +8903,8 @@ class ConfigLoader:
             stdin=stdin, shell=shell, within=within, output_format=output_format, ok_exit=ok_exit, asked=asked,
             rules=rules, files=files, output_folder=output_folder,
             interactive=self.get(spec, "interactive", bool, where, stdin is None), answers=read_answers(self, spec, where),
-            file_resources=self.get(spec, "file_resources", bool, where, False)), runner, settings.derive(**overrides))
+            file_resources=self.get(spec, "file_resources", bool, where, False), configured=True), runner,
+            settings.derive(**overrides))
 
     def within(self, spec, where, properties):
         """spec["within"]: {field: folder}, each field a path that must stay inside its folder.

@@ -6058,6 +6058,27 @@ class CommandPromptTests(ScratchDir):
             self.assertTrue(result["isError"])
             self.assertIn('Stopped: `asking` asked "Really delete them? [y/N]", and this client cannot answer',
                           text_of(result))
+            self.assertIn('answer it in the config ("answers" on this tool), or set "interactive": false',
+                          text_of(result))
+
+    def test_template_mode_refusal_names_its_options(self):
+        # Newcomer3: in template mode (no config) the refusal pointed to config keys ("answers" on this tool,
+        # "interactive": false). It names what works there: --stdin TEXT, --env, or a command that does not ask.
+        script = self.script("asking.py", ASKING_SCRIPT, executable=False)
+        with McpProcess("--name", "asking", "--timeout", "60", PY, script, "{kind}") as server:
+            server.initialize()
+            for kind, says in (("yes", "Make the command not ask (an option such as --yes), or give it the answer "
+                                       "on its stdin (--stdin TEXT, ending in a newline)."),
+                               ("secret", "in its environment (--env NAME=VALUE), or a file or option it reads; or on "
+                                          "its stdin (--stdin TEXT, ending in a newline).")):
+                result = server.call("asking", {"kind": kind}, timeout=2 * WAIT)
+                self.assertTrue(result["isError"], result)
+                self.assertIn(says, text_of(result))
+                self.assertNotIn("config", text_of(result))
+                self.assertNotIn('"answers"', text_of(result))
+        proc = subprocess.run(SERVER + ["--stdin", "y\n", "call", "asking", "kind=yes", "--name", "asking", PY, script,
+                                        "{kind}"], capture_output=True, text=True, timeout=2 * WAIT, cwd=self.dir)
+        self.assertIn("answer y\ndone", proc.stdout, proc.stderr)  # what it advises works
 
     def test_scripted_answers_and_off(self):
         answers = [{"prompt": r"^Really delete", "answer": "yes"}, {"prompt": "^Really\\?", "answer": "no"}]
