@@ -15625,6 +15625,9 @@ CLIENT_TIMEOUT = 60.0   # seconds `inspect` and `call` wait for the handshake an
                         # for its answer (the mode's own --timeout ends it; Ctrl+C always does)
 
 
+_OWN_STDERR_LEVELS = ("warning", "error", "critical", "alert", "emergency")  # what mcpstudio logs on stderr too
+
+
 class StdioClient:
     """A small synchronous MCP client of a child process, for `inspect` and `call`."""
 
@@ -15674,6 +15677,8 @@ class StdioClient:
             elif method == "notifications/message":
                 params = message.get("params") or {}
                 data = params.get("data")
+                if self.own and params.get("logger") == "mcpstudio" and params.get("level") in _OWN_STDERR_LEVELS:
+                    continue  # mcpstudio's own warning: the mode wrote it on the stderr it shares with us
                 sys.stderr.write("[%s] %s\n" % (params.get("level", "info"),
                                                data if isinstance(data, str) else json.dumps(data)))
             elif method is None:

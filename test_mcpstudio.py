@@ -17401,6 +17401,18 @@ class ToolingTests(ToolingCase):
         self.assertEqual(listing["protocolVersion"], mcpstudio.LATEST_PROTOCOL_VERSION)
         self.assertEqual(listing["prompts"], [])
 
+    def test_inspect_shows_a_script_warning_once(self):
+        # Newcomer3: `inspect --root-directory` printed each script warning twice, the mode's stderr line
+        # (`mcpstudio: warning: script ... left out: ...`) and its log notification (`[warning] script ...`).
+        scripts = self.greeter(os.path.join(self.dir, "scripts"))
+        with open(os.path.join(scripts, "broken"), "w") as f:
+            f.write("#!%s\nimport sys\nsys.exit(1)\n" % PY)
+        os.chmod(os.path.join(scripts, "broken"), 0o755)
+        proc = self.cli("inspect", "--root-directory", scripts)
+        self.assertIn("  hi", proc.stdout)
+        self.assertEqual(proc.stderr.count("left out"), 1, proc.stderr)
+        self.assertIn("mcpstudio: warning: script %s left out: " % os.path.join(scripts, "broken"), proc.stderr)
+
     def test_inspect_script_folder_config_and_upstream(self):
         # inspect works on --root-directory, serve --config (tools and resources) and a server after --.
         scripts = self.greeter(os.path.join(self.dir, "scripts"))
