@@ -13210,7 +13210,8 @@ class Server:
         if ups and all(t["name"] in managed for t in tools) and all(up.state == "failed" for up in ups):
             raise McpError(SERVER_START_FAILED, "; ".join("server `%s` (%s) failed to start: %s" % (
                 up.spec.id, up.spec.display(), ManagerTools.shown(up, up.last_error)) for up in ups)
-                + "; fix it and restart mcpstudio")
+                + "; once it is fixed, a call of one of its tools starts it again (a listing does not), or restart "
+                  "mcpstudio")  # (Aggregator.await_owner)
         tools = [tool for tool in tools if not self.catalog.hidden(tool["name"], ctx)]
         return _page("tools", self.search.listing(tools, params, ctx) if self.search else tools, params)
 

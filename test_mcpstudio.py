@@ -3594,7 +3594,26 @@ class MaskingAndFailureTests(ScratchDir):
                     self.assertIn("server `broken`", message)
                     self.assertIn("retry with --token=***", message)
                     self.assertNotIn("abc123456", message)
-                    self.assertTrue(message.endswith("; fix it and restart mcpstudio"), message)
+                    self.assertTrue(message.endswith("; once it is fixed, a call of one of its tools starts it "
+                                                     "again (a listing does not), or restart mcpstudio"), message)
+
+    def test_a_dead_url_says_what_starts_it_again(self):
+        # Newcomer3: with `--url` to a dead server, tools/list said "fix it and restart mcpstudio", while the next
+        # tools/call tried it again by itself. The listing now says what is so, and the call does try again.
+        port = dead_port(self)
+        with McpProcess("--url", "http://127.0.0.1:%d/mcp" % port, env=dict(os.environ, MCPSTUDIO_LIST_WAIT="5",
+                                                                             XDG_CACHE_HOME=self.dir)) as server:
+            server.initialize()
+            message = server.request("tools/list")["error"]["message"]
+            self.assertIn("http://127.0.0.1:%d/mcp" % port, message)
+            self.assertNotIn("fix it and restart", message)
+            self.assertIn("a call of one of its tools starts it again (a listing does not)", message)
+            failures = "".join(server.stderr).count("failed to start")
+            result = server.request("tools/call", {"name": "anything", "arguments": {}})
+            self.assertIn("has not listed its tools", json.dumps(result))
+            self.assertTrue(wait_until(lambda: "anything: waiting for" in "".join(server.stderr)), server.context())
+            self.assertGreater("".join(server.stderr).count("failed to start"), failures, server.context())
+            self.assertIn("a listing does not", server.request("tools/list")["error"]["message"])
 
     def test_manager_tools_alone_do_not_hide_that_every_server_failed(self):
         # With the manager tools on (the default), a config whose every server failed listed them alone, and a
