@@ -15863,8 +15863,10 @@ def _print_tools(tools):
         print("  %s%s" % (tool["name"], "  [%s]" % ", ".join(hints) if hints else ""))
         if tool.get("description"):
             print("      %s" % _clip(" ".join(tool["description"].split()), 200))
-        for row in _schema_summary(tool.get("inputSchema")):
-            print(("      %-16s %-9s %-10s %s" % row).rstrip())
+        rows = _schema_summary(tool.get("inputSchema"))
+        longest = max([len(row[2]) for row in rows] or [0])  # a detail past its column keeps two blanks before the text
+        for name, kind, detail, text in rows:
+            print(("      %-16s %-9s %-*s %s" % (name, kind, 10 if longest < 10 else longest + 1, detail, text)).rstrip())
         ok_codes = _object(tool.get("_meta")).get(OK_EXIT_META)
         if ok_codes:
             print("      exit codes accepted: %s" % ",".join(str(c) for c in ok_codes))
@@ -17170,7 +17172,8 @@ def print_status(path, plan: UpstreamPlan, requested, checks=None, log=None, sea
         elif checks is not None:
             seconds, tools, problem = results[spec.id]
             names[spec.id] = tools or []
-            state = "failed: %s" % problem if problem else "ok, %d tools, started in %.0f ms" % (len(tools), seconds * 1000)
+            state = "failed: %s" % problem if problem else "ok, %d tool%s, started in %.0f ms" % (
+                len(tools), "" if len(tools) == 1 else "s", seconds * 1000)
         else:
             try:
                 names[spec.id] = [_object(tool).get("name") for tool in entry["tools"]]
@@ -17961,11 +17964,15 @@ def _as_run(text):
 def _terminal_hint(argv, server):
     """What stdio mode says on stderr when a person, not a client, started it in a terminal."""
     words = _argv_text(argv)
+    sources = server.catalog.sources
+    names = [name for source in sources if isinstance(source, TemplateTools) for name in source.tools]
+    known = len(names) == 1 and all(isinstance(source, (TemplateTools, OutputStore)) for source in sources)
     return ("mcpstudio: serving %s over stdio: waiting for an MCP client's JSON-RPC messages on stdin.\n"
             "  see its tools:   %s inspect %s\n"
-            "  call one:        %s call TOOL key=value ... %s\n"
+            "  call %s %s call %s key=value ... %s\n"
             "  add to a client: %s install --client claude-code %s\n"
-            "  %s or Ctrl+C stops.\n" % (server.title, _prog(), words, _prog(), words, _prog(), words, _END_OF_INPUT))
+            "  %s or Ctrl+C stops.\n" % (server.title, _prog(), words, "it:        " if known else "one:       ", _prog(),
+                                         _argv_text(names) if known else "TOOL", words, _prog(), words, _END_OF_INPUT))
 
 
 def main(argv=None):

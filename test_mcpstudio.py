@@ -17413,6 +17413,9 @@ class ToolingTests(ToolingCase):
         self.assertIn("tools (1):", proc.stdout)
         self.assertIn("  git  [read-only]", proc.stdout)
         self.assertRegex(proc.stdout, r"oneline\s+boolean\s+default false")
+        # newcomer3: a detail past its column ran into the description (`default false true adds ...`)
+        self.assertIn("      oneline          boolean   default false  true adds `--oneline`", proc.stdout)
+        self.assertIn("      limit            string    required       how many", proc.stdout)
         self.assertRegex(proc.stdout, r"limit\s+string\s+required\s+how many")
         listing = json.loads(self.cli("inspect", "--json", "echo", "{message}").stdout)
         self.assertEqual([t["name"] for t in listing["tools"]], ["echo"])
@@ -17582,6 +17585,8 @@ class ToolingTests(ToolingCase):
                     said += chunk
             self.assertIn("waiting for an MCP client", said.decode())
             self.assertIn("inspect echo '{message}'", said.decode())
+            # newcomer3: `call TOOL key=value ...` where the tool's name is known
+            self.assertRegex(said.decode(), r"\n  call it: +\S.* call echo key=value \.\.\. echo '\{message\}'\n")
         finally:
             proc.terminate()
             proc.wait(WAIT)
@@ -17890,7 +17895,7 @@ class ToolingTests(ToolingCase):
             "namespaces": {"one": {"servers": ["a"]}, "two": {"servers": ["b"]}}, "defaultNamespace": "one"})
         self.env["MY_TOKEN"] = "tok-secret-4711"
         proc = self.cli("status", "--config", config, "--check")
-        self.assertRegex(proc.stdout, r"\na +ok, 1 tools")
+        self.assertRegex(proc.stdout, r"\na +ok, 1 tool, started in \d+ ms")  # newcomer3: it said "1 tools"
         self.assertRegex(proc.stdout, r"\nb +skipped: not in namespace one")
         self.assertIn("namespace one (defaultNamespace in the config); servers: a", proc.stderr)
         self.assertNotIn("no namespaces", proc.stderr)
