@@ -2163,6 +2163,33 @@ def script_argv(path, windows, python=None, pathext=None):
     return None
 
 
+_CMD_QUOTED = re.compile(r'[\s"&|<>^%(),;=!]')  # a word holding one goes in double quotes for cmd.exe
+
+
+def windows_command_line(argv):
+    """`argv` as one line to paste into cmd.exe, split back into `argv` by the Microsoft C runtime's rules (what
+    a Windows program reads): an empty word, or one with a blank, a quote or a character cmd.exe acts on, goes
+    in double quotes, `"` written `\\"` and the backslashes before a quote (or the closing quote) doubled, as
+    subprocess.list2cmdline does. cmd.exe knows no `\\"`: each `"` turns its quoting on or off, so a `&`, `|`,
+    `<`, `>`, `^`, `(` or `)` that falls outside its quoting (after a `\\"`) gets a `^`, which cmd.exe drops.
+    (A `%NAME%` naming a set variable is expanded by cmd.exe even inside quotes: docs/platforms.md.)"""
+    words = []
+    for word in map(str, argv):
+        if word and not _CMD_QUOTED.search(word):
+            words.append(word)
+            continue
+        quoted = '"%s"' % re.sub(r"(\\*)\Z", r"\1\1", re.sub(r'(\\*)"', lambda m: m.group(1) * 2 + '\\"', word))
+        shown, inside = [], False
+        for char in quoted:
+            if char == '"':
+                inside = not inside
+            elif not inside and char in "&|<>^()":
+                shown.append("^")
+            shown.append(char)
+        words.append("".join(shown))
+    return " ".join(words)
+
+
 if _POSIX:
     _SPAWN_OPTIONS = {"start_new_session": True}
 
@@ -2269,6 +2296,10 @@ if _POSIX:
 
     def _one_spelling(env):
         return env  # Path and PATH are two variables here
+
+    def _command_text(argv):
+        import shlex
+        return shlex.join(argv)  # for a POSIX shell
 
     def _variable(env, name):
         return env.get(name)
@@ -2587,6 +2618,9 @@ else:  # pragma: windows (Windows CPython under Wine in .ci/windows; the README 
 
     def _resolve_program(argv, env):
         return find_program(argv, env)  # CreateProcess would not find npx.cmd
+
+    def _command_text(argv):
+        return windows_command_line(argv)  # for cmd.exe, and the C runtime of the program it starts
 
     def _one_spelling(env):
         """Variables whose names differ only in case are one variable on Windows: the last given wins
@@ -2922,8 +2956,8 @@ def program_not_found(program, env=None):
 
 
 def _argv_text(argv):
-    import shlex
-    return shlex.join(map(str, argv))
+    """`argv` as a command line the user can paste into this system's shell (cmd.exe on Windows)."""
+    return _command_text([str(word) for word in argv])
 
 
 class ProcessRunner:
@@ -4226,8 +4260,9 @@ class PromptWatch(OutputFeed):
     command kept alive); a secret, or a client that cannot ask, stops the call with the prompt quoted. A command
     reading with nothing asked gets the end of its input, as from the null device."""
 
-    def __init__(self, ctx: CallContext, label, logger, answers=(), slots=None, secret=False):
+    def __init__(self, ctx: CallContext, label, logger, answers=(), slots=None, secret=False, configured=False):
         super().__init__(ctx, label, logger)
+        self.configured = configured  # a config's tool: a refusal names its keys (else the command line's options)
         self.answers = answers  # the tool's, as (pattern, text)
         self.slots = slots      # the semaphore of running commands: a command parked on a 2026-07-28 question leaves it
         self.secret = secret    # a program known to ask for secrets (asks_secrets): each of its prompts is one
@@ -4264,18 +4299,23 @@ class PromptWatch(OutputFeed):
         for pattern, reply in self.answers:
             if pattern.search(prompt):
                 return reply
+        # how to keep it from asking: a config's keys, or the command line's options (template mode has no config)
+        ways = ({"environment": "\"environment\" in the config", "answer": "as a scripted answer (\"answers\" on this "
+                 "tool)", "off": "answer it in the config (\"answers\" on this tool), or set \"interactive\": false"}
+                if self.configured else {"environment": "--env NAME=VALUE",
+                                         "answer": "on its stdin (--stdin TEXT, ending in a newline)",
+                                         "off": "or give it the answer on its stdin (--stdin TEXT, ending in a newline)"})
         if not schema:
             self.problem = ("%s, a secret, which is never asked in a form. Give it to the command another way: in "
-                            "its environment (\"environment\" in the config), or a file or option it reads; or as a "
-                            "scripted answer (\"answers\" on this tool)." % said)
+                            "its environment (%s), or a file or option it reads; or %s."
+                            % (said, ways["environment"], ways["answer"]))
         elif not (ctx.prompts and not ctx.task if ctx.modern else ctx.declared("elicitation")):
-            self.problem = ("%s, and %s. Make the command not ask (an option such as --yes), answer it in the config "
-                            "(\"answers\" on this tool), or set \"interactive\": false." % (said, (
+            self.problem = ("%s, and %s. Make the command not ask (an option such as --yes), %s." % (said, (
                                 "it runs as a task (its taskSupport is \"required\", or it ran past %s s for a client "
                                 "that takes tasks), which cannot ask the client; \"taskSupport\": \"forbidden\" keeps "
                                 "its questions" % TASK_AFTER
                                 if ctx.modern and ctx.task and ctx.declared("elicitation") else
-                                "this client cannot answer (it declared no elicitation capability)")))
+                                "this client cannot answer (it declared no elicitation capability)"), ways["off"]))
         else:
             form = elicitation_form(plain_text(text[-1000:]), {"answer": dict(schema, title=plain_text(prompt, False))})
             parked = ctx.modern and self.slots  # answered by a retry that may never come: no slot meanwhile
@@ -4982,12 +5022,13 @@ class FileArguments:
 # runs the template as `sh -c SCRIPT mcpstudio VALUES...`; `within`: argument -> the folder its path must stay in;
 # `asked`: parameter -> the question the user is asked when a call leaves it out; `rules`: its rateLimit, cache and
 # confirm (see Guard); `files`, `output_folder`, `file_resources`: see FileArguments; `interactive`: its questions
-# are answered (PromptWatch); `answers`: [(compiled prompt pattern, answer)], questions answered without asking.
+# are answered (PromptWatch); `answers`: [(compiled prompt pattern, answer)], questions answered without asking;
+# `configured`: read from a config file (what a refusal advises are its keys; else the command line's options).
 ToolSpec = collections.namedtuple("ToolSpec", (
     "name", "template", "description", "title", "annotations", "schema", "defaults", "stdin", "shell", "within",
     "output_format", "ok_exit", "asked", "rules", "files", "output_folder", "interactive", "answers",
-    "file_resources"), defaults=(None, None, {}, None, {}, None, False, {}, "text", (0,), {}, {}, (), None, True, (),
-                                 False))
+    "file_resources", "configured"), defaults=(None, None, {}, None, {}, None, False, {}, "text", (0,), {}, {}, (),
+                                               None, True, (), False, False))
 
 
 def json_result(name, result: ProcessResult, outcome):
@@ -5145,8 +5186,8 @@ class CommandTool:
         # its heartbeat also while the call waits for a slot; questions are seen only where the platform tells
         asks = spec.interactive and _reading is not None
         label, secret = "`%s`" % self.name, asks_secrets(re.split(r"[\s;&|()`\"']+", spec.template.display()))
-        feed = (PromptWatch(ctx, label, self.name, spec.answers, settings.slots, secret)  # `secret`: by the words
-                if asks else OutputFeed(ctx, label, self.name))                           # it was written with
+        feed = (PromptWatch(ctx, label, self.name, spec.answers, settings.slots, secret, spec.configured)  # `secret`:
+                if asks else OutputFeed(ctx, label, self.name))  # by the words it was written with
         try:
             async with settings.slots:
                 result = ctx.ran = await settings.run(self.runner, argv, stdin_bytes=stdin, on_output=feed.add,
@@ -8862,7 +8903,8 @@ class ConfigLoader:
             stdin=stdin, shell=shell, within=within, output_format=output_format, ok_exit=ok_exit, asked=asked,
             rules=rules, files=files, output_folder=output_folder,
             interactive=self.get(spec, "interactive", bool, where, stdin is None), answers=read_answers(self, spec, where),
-            file_resources=self.get(spec, "file_resources", bool, where, False)), runner, settings.derive(**overrides))
+            file_resources=self.get(spec, "file_resources", bool, where, False), configured=True), runner,
+            settings.derive(**overrides))
 
     def within(self, spec, where, properties):
         """spec["within"]: {field: folder}, each field a path that must stay inside its folder.
@@ -13168,7 +13210,8 @@ class Server:
         if ups and all(t["name"] in managed for t in tools) and all(up.state == "failed" for up in ups):
             raise McpError(SERVER_START_FAILED, "; ".join("server `%s` (%s) failed to start: %s" % (
                 up.spec.id, up.spec.display(), ManagerTools.shown(up, up.last_error)) for up in ups)
-                + "; fix it and restart mcpstudio")
+                + "; once it is fixed, a call of one of its tools starts it again (a listing does not), or restart "
+                  "mcpstudio")  # (Aggregator.await_owner)
         tools = [tool for tool in tools if not self.catalog.hidden(tool["name"], ctx)]
         return _page("tools", self.search.listing(tools, params, ctx) if self.search else tools, params)
 
@@ -15583,6 +15626,9 @@ CLIENT_TIMEOUT = 60.0   # seconds `inspect` and `call` wait for the handshake an
                         # for its answer (the mode's own --timeout ends it; Ctrl+C always does)
 
 
+_OWN_STDERR_LEVELS = ("warning", "error", "critical", "alert", "emergency")  # what mcpstudio logs on stderr too
+
+
 class StdioClient:
     """A small synchronous MCP client of a child process, for `inspect` and `call`."""
 
@@ -15632,6 +15678,8 @@ class StdioClient:
             elif method == "notifications/message":
                 params = message.get("params") or {}
                 data = params.get("data")
+                if self.own and params.get("logger") == "mcpstudio" and params.get("level") in _OWN_STDERR_LEVELS:
+                    continue  # mcpstudio's own warning: the mode wrote it on the stderr it shares with us
                 sys.stderr.write("[%s] %s\n" % (params.get("level", "info"),
                                                data if isinstance(data, str) else json.dumps(data)))
             elif method is None:
@@ -15815,8 +15863,10 @@ def _print_tools(tools):
         print("  %s%s" % (tool["name"], "  [%s]" % ", ".join(hints) if hints else ""))
         if tool.get("description"):
             print("      %s" % _clip(" ".join(tool["description"].split()), 200))
-        for row in _schema_summary(tool.get("inputSchema")):
-            print(("      %-16s %-9s %-10s %s" % row).rstrip())
+        rows = _schema_summary(tool.get("inputSchema"))
+        longest = max([len(row[2]) for row in rows] or [0])  # a detail past its column keeps two blanks before the text
+        for name, kind, detail, text in rows:
+            print(("      %-16s %-9s %-*s %s" % (name, kind, 10 if longest < 10 else longest + 1, detail, text)).rstrip())
         ok_codes = _object(tool.get("_meta")).get(OK_EXIT_META)
         if ok_codes:
             print("      exit codes accepted: %s" % ",".join(str(c) for c in ok_codes))
@@ -17011,7 +17061,7 @@ def init_config(args):
         raise UsageError("init: --command %r: %s" % (command, exc))
     if not words:
         raise UsageError("init: --command is empty")
-    quoted = _argv_text(words)
+    quoted = shlex.join(words)  # template words, which mcpstudio splits as a POSIX shell does on every system
     values = {  # each goes into the starter as JSON, under its key + "_json"
         "name": rest[0], "help_description": "Show how to use %s." % command,
         "run_description": "Run %s with arguments." % command, "args_description": "Arguments for %s" % command,
@@ -17122,7 +17172,8 @@ def print_status(path, plan: UpstreamPlan, requested, checks=None, log=None, sea
         elif checks is not None:
             seconds, tools, problem = results[spec.id]
             names[spec.id] = tools or []
-            state = "failed: %s" % problem if problem else "ok, %d tools, started in %.0f ms" % (len(tools), seconds * 1000)
+            state = "failed: %s" % problem if problem else "ok, %d tool%s, started in %.0f ms" % (
+                len(tools), "" if len(tools) == 1 else "s", seconds * 1000)
         else:
             try:
                 names[spec.id] = [_object(tool).get("name") for tool in entry["tools"]]
@@ -17913,11 +17964,15 @@ def _as_run(text):
 def _terminal_hint(argv, server):
     """What stdio mode says on stderr when a person, not a client, started it in a terminal."""
     words = _argv_text(argv)
+    sources = server.catalog.sources
+    names = [name for source in sources if isinstance(source, TemplateTools) for name in source.tools]
+    known = len(names) == 1 and all(isinstance(source, (TemplateTools, OutputStore)) for source in sources)
     return ("mcpstudio: serving %s over stdio: waiting for an MCP client's JSON-RPC messages on stdin.\n"
             "  see its tools:   %s inspect %s\n"
-            "  call one:        %s call TOOL key=value ... %s\n"
+            "  call %s %s call %s key=value ... %s\n"
             "  add to a client: %s install --client claude-code %s\n"
-            "  %s or Ctrl+C stops.\n" % (server.title, _prog(), words, _prog(), words, _prog(), words, _END_OF_INPUT))
+            "  %s or Ctrl+C stops.\n" % (server.title, _prog(), words, "it:        " if known else "one:       ", _prog(),
+                                         _argv_text(names) if known else "TOOL", words, _prog(), words, _END_OF_INPUT))
 
 
 def main(argv=None):

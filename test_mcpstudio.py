@@ -23,6 +23,7 @@ import json
 import os
 import re
 import select
+import shlex
 import shutil
 import signal
 import subprocess
@@ -1695,6 +1696,48 @@ class WindowsTests(ScratchDir):
             server.initialize()
             self.assertEqual(text_of(server.call(os.path.splitext(os.path.basename(PY))[0], {})), "one\r\ntwo\r\n")
 
+    # Words that cmd.exe and the C runtime each read their own way: blanks, quotes, backslashes before a quote and
+    # at the end, cmd's metacharacters, in quotes and (after a \\") outside them, and an empty word.
+    AWKWARD_WORDS = ["a&b", "x y", 'say "x&y"', "50% off", "(p)|<q>^", "end\\", 'tail\\"q', ",;=", "plain", ""]
+
+    def pasted(self, line):
+        """What `line` runs, as a user pastes it into this system's shell: cmd.exe on Windows (`cmd /s /c "LINE"`
+        takes the line as it is), sh elsewhere."""
+        shell = 'cmd /d /s /c "%s"' % line if os.name == "nt" else ["sh", "-c", line]
+        proc = subprocess.run(shell, capture_output=True, text=True, timeout=WAIT * 2, stdin=subprocess.DEVNULL,
+                              env=self.env, cwd=self.dir)
+        self.assertEqual(proc.returncode, 0, "%s\n%s%s" % (line, proc.stdout, proc.stderr))
+        return json.loads(proc.stdout)
+
+    def test_a_printed_command_pastes_into_the_shell(self):
+        # Newcomer3: the commands mcpstudio prints for the user to paste (check's example, install's `claude mcp
+        # add-json ...`) were quoted for a POSIX shell on Windows too: cmd.exe takes `'` as a letter, so a pasted
+        # `'{message}'` made values arrive in quotes, and a `&` ended the command. Each is run here through the
+        # system's shell, and the program must get the words meant.
+        config = os.path.join(self.dir, "awkward.json")
+        words = [PY, self.argv_py] + self.AWKWARD_WORDS
+        with open(config, "w") as f:  # the config's own (POSIX) quoting: single quotes keep every word as it is
+            json.dump({"tools": [{"name": "show", "description": "Show its words.",
+                                  "command": " ".join("'%s'" % word for word in words)}]}, f)
+        proc = subprocess.run(SERVER + ["check", "--config", config], capture_output=True, text=True,
+                              timeout=WAIT * 2, stdin=subprocess.DEVNULL, env=self.env, cwd=self.dir)
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        example = re.search(r"^ +example: (.*)$", proc.stdout, re.M)
+        self.assertIsNotNone(example, proc.stdout)
+        self.assertEqual(self.pasted(example.group(1)), self.AWKWARD_WORDS, example.group(1))
+        proc = subprocess.run(SERVER + ["install", "--client", "claude-code", "--as", "awkward"] + words,
+                              capture_output=True, text=True, timeout=WAIT * 2, stdin=subprocess.DEVNULL,
+                              env=self.env, cwd=self.dir)
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        added = re.search(r"\(or: claude (mcp add-json .*)\); add it with --write$", proc.stderr, re.M)
+        self.assertIsNotNone(added, proc.stderr)
+        shown = (subprocess.list2cmdline if os.name == "nt" else shlex.join)([PY, self.argv_py])  # for claude
+        received = self.pasted(shown + " " + added.group(1))
+        self.assertEqual(received[:5], ["mcp", "add-json", "--scope", "user", "awkward"], added.group(1))
+        entry = json.loads(proc.stdout)["mcpServers"]["awkward"]
+        self.assertEqual(json.loads(received[5]), entry, added.group(1))
+        self.assertEqual(entry["args"][-len(self.AWKWARD_WORDS):], self.AWKWARD_WORDS)
+
     @unittest.skipUnless(os.name == "nt", "batch files run through cmd.exe, on Windows only")
     def test_cmd_and_bat_shims_and_the_batch_file_rule(self):
         # A .cmd and a .bat shim, by path (in a folder with spaces) and by bare name on PATH (PATHEXT): their
@@ -1993,6 +2036,20 @@ class WindowsTests(ScratchDir):
 
 class ExecValueTests(ScratchDir):
     """Values bound for a process (argv, environment, folder) are checked once, for every source."""
+
+    def test_windows_command_line_table(self):
+        # What mcpstudio prints on Windows for a command to paste into cmd.exe (WindowsTests runs such lines there).
+        rows = [
+            (["git", "log"], "git log"),
+            (["C:\\my tools\\x.exe", ""], '"C:\\my tools\\x.exe" ""'),
+            (["a&b", "(x)", "a,b", "k=v", "50%", "hi!"], '"a&b" "(x)" "a,b" "k=v" "50%" "hi!"'),
+            (["end\\", "x y\\"], 'end\\ "x y\\\\"'),
+            (['say "hi"', 'a\\"b'], '"say \\"hi\\"" "a\\\\\\"b"'),
+            (['"x&y|z"'], '"\\"x^&y^|z\\""'),  # between \" and \" cmd.exe is outside its quotes: ^ keeps & literal
+            (['{"k": "<v>"}'], '"{\\"k\\": \\"^<v^>\\"}"'),
+        ]
+        for argv, line in rows:
+            self.assertEqual(mcpstudio.windows_command_line(argv), line, argv)
 
     def test_exec_problem_table(self):
         # Each row: argv, env, cwd, and the start of the sentence (None: fine).
@@ -3537,7 +3594,27 @@ class MaskingAndFailureTests(ScratchDir):
                     self.assertIn("server `broken`", message)
                     self.assertIn("retry with --token=***", message)
                     self.assertNotIn("abc123456", message)
-                    self.assertTrue(message.endswith("; fix it and restart mcpstudio"), message)
+                    self.assertTrue(message.endswith("; once it is fixed, a call of one of its tools starts it "
+                                                     "again (a listing does not), or restart mcpstudio"), message)
+
+    def test_a_dead_url_says_what_starts_it_again(self):
+        # Newcomer3: with `--url` to a dead server, tools/list said "fix it and restart mcpstudio", while the next
+        # tools/call tried it again by itself. The listing now says what is so, and the call does try again.
+        port = dead_port(self)
+        with McpProcess("--url", "http://127.0.0.1:%d/mcp" % port, env=dict(os.environ, MCPSTUDIO_LIST_WAIT="5",
+                                                                             XDG_CACHE_HOME=self.dir)) as server:
+            server.initialize()
+            message = server.request("tools/list")["error"]["message"]
+            self.assertIn("http://127.0.0.1:%d/mcp" % port, message)
+            self.assertNotIn("fix it and restart", message)
+            self.assertIn("a call of one of its tools starts it again (a listing does not)", message)
+            failures = "".join(server.stderr).count("failed to start")
+            result = server.request("tools/call", {"name": "anything", "arguments": {}})
+            self.assertIn("has not listed its tools", json.dumps(result))
+            self.assertTrue(wait_until(lambda: "anything: waiting for" in "".join(server.stderr)
+                                       and "".join(server.stderr).count("failed to start") > failures),
+                            server.context())  # (its stderr is read as it comes: wait for the second try's line)
+            self.assertIn("a listing does not", server.request("tools/list")["error"]["message"])
 
     def test_manager_tools_alone_do_not_hide_that_every_server_failed(self):
         # With the manager tools on (the default), a config whose every server failed listed them alone, and a
@@ -6001,6 +6078,27 @@ class CommandPromptTests(ScratchDir):
             self.assertTrue(result["isError"])
             self.assertIn('Stopped: `asking` asked "Really delete them? [y/N]", and this client cannot answer',
                           text_of(result))
+            self.assertIn('answer it in the config ("answers" on this tool), or set "interactive": false',
+                          text_of(result))
+
+    def test_template_mode_refusal_names_its_options(self):
+        # Newcomer3: in template mode (no config) the refusal pointed to config keys ("answers" on this tool,
+        # "interactive": false). It names what works there: --stdin TEXT, --env, or a command that does not ask.
+        script = self.script("asking.py", ASKING_SCRIPT, executable=False)
+        with McpProcess("--name", "asking", "--timeout", "60", PY, script, "{kind}") as server:
+            server.initialize()
+            for kind, says in (("yes", "Make the command not ask (an option such as --yes), or give it the answer "
+                                       "on its stdin (--stdin TEXT, ending in a newline)."),
+                               ("secret", "in its environment (--env NAME=VALUE), or a file or option it reads; or on "
+                                          "its stdin (--stdin TEXT, ending in a newline).")):
+                result = server.call("asking", {"kind": kind}, timeout=2 * WAIT)
+                self.assertTrue(result["isError"], result)
+                self.assertIn(says, text_of(result))
+                self.assertNotIn("config", text_of(result))
+                self.assertNotIn('"answers"', text_of(result))
+        proc = subprocess.run(SERVER + ["--stdin", "y\n", "call", "asking", "kind=yes", "--name", "asking", PY, script,
+                                        "{kind}"], capture_output=True, text=True, timeout=2 * WAIT, cwd=self.dir)
+        self.assertIn("answer y\ndone", proc.stdout, proc.stderr)  # what it advises works
 
     def test_scripted_answers_and_off(self):
         answers = [{"prompt": r"^Really delete", "answer": "yes"}, {"prompt": "^Really\\?", "answer": "no"}]
@@ -17316,12 +17414,27 @@ class ToolingTests(ToolingCase):
         self.assertIn("tools (1):", proc.stdout)
         self.assertIn("  git  [read-only]", proc.stdout)
         self.assertRegex(proc.stdout, r"oneline\s+boolean\s+default false")
+        # newcomer3: a detail past its column ran into the description (`default false true adds ...`)
+        self.assertIn("      oneline          boolean   default false  true adds `--oneline`", proc.stdout)
+        self.assertIn("      limit            string    required       how many", proc.stdout)
         self.assertRegex(proc.stdout, r"limit\s+string\s+required\s+how many")
         listing = json.loads(self.cli("inspect", "--json", "echo", "{message}").stdout)
         self.assertEqual([t["name"] for t in listing["tools"]], ["echo"])
         self.assertEqual(listing["tools"][0]["inputSchema"]["required"], ["message"])
         self.assertEqual(listing["protocolVersion"], mcpstudio.LATEST_PROTOCOL_VERSION)
         self.assertEqual(listing["prompts"], [])
+
+    def test_inspect_shows_a_script_warning_once(self):
+        # Newcomer3: `inspect --root-directory` printed each script warning twice, the mode's stderr line
+        # (`mcpstudio: warning: script ... left out: ...`) and its log notification (`[warning] script ...`).
+        scripts = self.greeter(os.path.join(self.dir, "scripts"))
+        with open(os.path.join(scripts, "broken"), "w") as f:
+            f.write("#!%s\nimport sys\nsys.exit(1)\n" % PY)
+        os.chmod(os.path.join(scripts, "broken"), 0o755)
+        proc = self.cli("inspect", "--root-directory", scripts)
+        self.assertIn("  hi", proc.stdout)
+        self.assertEqual(proc.stderr.count("left out"), 1, proc.stderr)
+        self.assertIn("mcpstudio: warning: script %s left out: " % os.path.join(scripts, "broken"), proc.stderr)
 
     def test_inspect_script_folder_config_and_upstream(self):
         # inspect works on --root-directory, serve --config (tools and resources) and a server after --.
@@ -17473,6 +17586,8 @@ class ToolingTests(ToolingCase):
                     said += chunk
             self.assertIn("waiting for an MCP client", said.decode())
             self.assertIn("inspect echo '{message}'", said.decode())
+            # newcomer3: `call TOOL key=value ...` where the tool's name is known
+            self.assertRegex(said.decode(), r"\n  call it: +\S.* call echo key=value \.\.\. echo '\{message\}'\n")
         finally:
             proc.terminate()
             proc.wait(WAIT)
@@ -17781,7 +17896,7 @@ class ToolingTests(ToolingCase):
             "namespaces": {"one": {"servers": ["a"]}, "two": {"servers": ["b"]}}, "defaultNamespace": "one"})
         self.env["MY_TOKEN"] = "tok-secret-4711"
         proc = self.cli("status", "--config", config, "--check")
-        self.assertRegex(proc.stdout, r"\na +ok, 1 tools")
+        self.assertRegex(proc.stdout, r"\na +ok, 1 tool, started in \d+ ms")  # newcomer3: it said "1 tools"
         self.assertRegex(proc.stdout, r"\nb +skipped: not in namespace one")
         self.assertIn("namespace one (defaultNamespace in the config); servers: a", proc.stderr)
         self.assertNotIn("no namespaces", proc.stderr)
