@@ -2305,6 +2305,7 @@ if _POSIX:
         return env.get(name)
 
     _END_OF_INPUT = "Ctrl+D"
+    _PYTHON = "python3"  # how a suggested command starts Python (macOS and most Linux have no `python`)
 
     def _cache_base():
         return os.path.expanduser("~/Library/Caches" if sys.platform == "darwin" else "~/.cache")
@@ -2635,6 +2636,7 @@ else:  # pragma: windows (Windows CPython under Wine in .ci/windows; the README 
         return {key.upper(): value for key, value in env.items()}.get(name.upper())
 
     _END_OF_INPUT = "Ctrl+Z then Enter"
+    _PYTHON = "python"  # what python.org's installer puts on PATH (only the Store's Python adds python3)
 
     def _cache_base():
         return os.environ.get("LOCALAPPDATA") or os.path.expanduser("~\\AppData\\Local")
@@ -15609,7 +15611,7 @@ def _build_server(options, words, log: Log, config, runner=None, primary: Server
 
 def _prog():
     """How the user ran us, for the commands we suggest."""
-    return "mcpstudio" if not sys.argv[0].endswith((".py", ".pyz")) else "python3 " + _argv_text([sys.argv[0]])
+    return "mcpstudio" if not sys.argv[0].endswith((".py", ".pyz")) else _PYTHON + " " + _argv_text([sys.argv[0]])
 
 
 # --------------------------------------------------------------------------
@@ -16989,8 +16991,8 @@ def zipapp_command(words):
                 with contextlib.suppress(OSError):
                     os.unlink(temporary)
             raise McpStudioError("zipapp: cannot write %s: %s" % (out, exc.strerror or exc)) from None
-    print("wrote %s (bytecode for Python %d.%d, source for the others); run it with: python3 %s --help"
-          % (out, *sys.version_info[:2], _argv_text([out])))
+    print("wrote %s (bytecode for Python %d.%d, source for the others); run it with: %s %s --help"
+          % (out, *sys.version_info[:2], _PYTHON, _argv_text([out])))
     return 0
 
 

@@ -1782,6 +1782,14 @@ class WindowsTests(ScratchDir):
             self.assertEqual(proc.returncode, 1, proc.stderr)
             self.assertIn("${mcpstudio_test_var} is not set", proc.stderr)
 
+    def test_a_suggested_command_starts_python_as_the_platform_names_it(self):
+        # Run as `python mcpstudio.py`, a suggestion says how to run it again: `python3 ...` on POSIX, `python ...` on
+        # Windows, where python.org's installer puts no python3 on PATH (it said python3 there too).
+        proc = subprocess.run([PY, MODULE, "init"], capture_output=True, text=True, timeout=WAIT, stdin=subprocess.DEVNULL,
+                              env=self.env)
+        self.assertIn("e.g. %s %s init" % ("python" if os.name == "nt" else "python3", mcpstudio._argv_text([MODULE])),
+                      proc.stderr)
+
     def test_check_reads_the_path_a_config_gives_in_any_case(self):
         # `check` warns of a program not on the PATH the tool's child gets: a config's `Path` replaces the inherited
         # `PATH` on Windows (the child gets one spelling), so a program found only there is no warning, and a
