@@ -12528,9 +12528,10 @@ class Aggregator(Source):
         served = []  # each tool's public name before the namespace's overrides (what they name)
         for upstream in sorted(self._active(), key=lambda u: not u.spec.prefix):  # prefixed names are claimed first
             spec, known = upstream.spec, upstream.known_items("tools")
-            self.namespace.unmatched(spec.overrides, [tool["name"] for tool in known], "server `%s`" % spec.id,
-                                     "against the tools it listed when it started" if upstream.listing is not None else
-                                     "against its cached listing; again when it starts")
+            if upstream.known() is not None:  # no listing yet (never started, no cache): nothing to check against
+                self.namespace.unmatched(spec.overrides, [tool["name"] for tool in known], "server `%s`" % spec.id,
+                                         "against the tools it listed when it started" if upstream.listing is not None
+                                         else "against its cached listing; again when it starts")
             for tool in known:
                 original = tool["name"]
                 name = spec.public_name(original, self.separator)

@@ -13295,6 +13295,20 @@ class CurationTests(AggregatorCase):
         self.assertIn("gh__crash: refused: %s: mcpServers.gh.overrides.sleep.name" % path, out.stdout)
         self.assertRegex(out.stdout, r"%s: 3 problems \(above\), and \d+ warnings?\n$" % re.escape(path))
 
+    def test_no_warning_before_a_slow_server_has_listed(self):
+        # Nothing cached and a server slower than the listing's wait: its overrides are checked when it has
+        # listed, not against no listing at all ("lists no tool", "nearest: none", for every override).
+        data = self.team()
+        data["mcpServers"]["gh"]["args"] += ["--slow-start", "3"]
+        with self.serve(data, env=dict(self.env, MCPSTUDIO_LIST_WAIT="1")) as server:
+            server.initialize()
+            self.assertNotIn("gh__file_bug", [tool["name"] for tool in server.request("tools/list")["result"]["tools"]])
+            wait_until(lambda: server.notifications_of("notifications/tools/list_changed"), 30)
+            self.check_listing(server.request("tools/list")["result"]["tools"])
+            self.check_calls(server)
+            stderr = server.stderr_when(lambda text: "still starting: gh" in text)
+        self.assertNotIn("lists no tool", stderr)
+
     # What needs no schema is refused when the file is read: the server is unusable, with the file and key.
     def test_config_errors_at_load(self):
         cases = [({"create_issue": {"nmae": "x"}}, "overrides.create_issue.nmae: unknown key (did you mean `name`?)"),
