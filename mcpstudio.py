@@ -8077,6 +8077,7 @@ def _read_overrides(loader, entry, where):
                                                     "tool name), not %s" % json.dumps(override["name"]))
         for key in ("annotations", "_meta", "arguments"):
             loader.get(override, key, dict, here)
+        loader.keys(override.get("annotations", {}), _ANNOTATIONS, _join(here, "annotations"))  # as a tool's own
         names = {}
         for argument, change, there in loader.members(override, "arguments", here):
             loader.keys(change, _ARGUMENT_KEYS, there)

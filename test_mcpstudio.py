@@ -13316,7 +13316,9 @@ class CurationTests(AggregatorCase):
                  ({"create_issue": {"arguments": {"org": {"value": "acme", "name": "o"}}}},
                   "overrides.create_issue.arguments.org: an argument with a `value` is fixed and hidden"),
                  ({"x": {"arguments": {"a": {"name": "c"}, "b": {"name": "c"}}}},
-                  "overrides.x.arguments.b.name: `c` is also the new name of `a`")]
+                  "overrides.x.arguments.b.name: `c` is also the new name of `a`"),
+                 ({"delete_*": {"annotations": {"readOnly": True}}},  # else silently no readOnlyHint: no cache
+                  "overrides.delete_*.annotations.readOnly: unknown key (did you mean `readOnlyHint`?)")]
         for overrides, fragment in cases:
             with self.subTest(overrides=overrides):
                 path = self.write({"mcpServers": {"gh": dict(self.upstream("gh"), overrides=overrides)}})
