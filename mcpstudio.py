@@ -11384,14 +11384,14 @@ class Upstream:
         protocol.reason = reason
         if protocol is not self.client.channel:
             return
-        after = "; it restarts on the next call" if self.state == "running" else ""
-        self.client.fail_all(SERVER_NOT_RUNNING, "server `%s` %s%s" % (self.spec.id, reason, after))
+        after = "; it %s on the next call" % ("restarts" if self.spec.url is None else "reconnects")
+        self.client.fail_all(SERVER_NOT_RUNNING, "server `%s` %s%s" % (
+            self.spec.id, reason, after if self.state == "running" else ""))
         if self.state == "running":
             self.state, self.last_error = "crashed", reason
             self.backoff.crashed(time.time() - (self.started_at or time.time()))
             self.server_log.note("crashed: %s" % reason)
-            self.log.warning("server `%s` %s; it %s on the next call", self.spec.id, reason,
-                             "restarts" if self.spec.url is None else "reconnects")
+            self.log.warning("server `%s` %s%s", self.spec.id, reason, after)
             asyncio.ensure_future(self._end())  # what it started goes with it
 
     async def _end(self):

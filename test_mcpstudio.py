@@ -13523,6 +13523,7 @@ class HttpUpstreamTests(ScratchDir):
                 failed = server.call("web__echo", {"message": "gone"})
                 self.assertTrue(failed["isError"])
                 self.assertIn("server `web`", text_of(failed))
+                self.assertIn("it reconnects on the next call", text_of(failed))  # a URL: nothing to restart
                 web = HttpServerProcess("echo", "{message}", env=token_env, bind="127.0.0.1:%d" % port)
                 self.assertTrue(wait_until(lambda: not server.call("web__echo", {"message": "back"}).get("isError"), WAIT))
                 self.assertEqual(text_of(server.call("web__echo", {"message": "back"})), "back\n")
