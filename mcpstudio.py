@@ -11669,8 +11669,9 @@ class CuratedTool:
         schema = self.tool["inputSchema"]
         problems = _checked(given, schema)
         for name in given:
-            if name not in schema.get("properties", {}) and schema.get("additionalProperties") is not False and (
-                    name in self.hidden or name in self.renamed.values()):
+            if name not in schema.get("properties", {}) and (name in self.hidden or name in self.renamed.values()):
+                unknown = "`%s` is not a known argument" % name  # what a schema without additionalProperties says
+                problems = [problem for problem in problems if problem != unknown]
                 problems.append("`%s` is not an argument of this tool%s" % (name, " (its value is fixed)" if name in
                                                                            self.fixed else ""))
         if problems:

@@ -11635,6 +11635,8 @@ def fake_server(args):
                           "draft": {"type": "boolean"}}},
                       "_meta": {"anthropic/searchHint": "ticket bug report", "anthropic/maxResultSizeChars": 5000,
                                 "anthropic/requiresUserInteraction": False}})
+        if "--strict-schema" in args:  # as FastMCP (pydantic) lists every tool
+            TOOLS[-1]["inputSchema"]["additionalProperties"] = False
     if "--huge-description" in args:
         TOOLS.append({"name": "huge", "description": "x" * 100000, "inputSchema": {"type": "object"}})
     for extra in (opt("--more-tools") or "").split(","):  # more tools, answering "NAME called"
@@ -13308,6 +13310,19 @@ class CurationTests(AggregatorCase):
             self.check_calls(server)
             stderr = server.stderr_when(lambda text: "still starting: gh" in text)
         self.assertNotIn("lists no tool", stderr)
+
+    def test_a_strict_schema_still_says_which_argument_is_fixed(self):
+        # FastMCP lists every tool with "additionalProperties": false: a fixed or renamed argument given is
+        # still named as such, not as an unknown one.
+        data = self.team()
+        data["mcpServers"]["gh"]["args"].append("--strict-schema")
+        with self.serve(data) as server:
+            server.initialize()
+            self.check_listing(server.request("tools/list")["result"]["tools"])
+            self.check_calls(server)
+            text = text_of(server.call("gh__file_bug", {"repo": "web", "summary": "x", "title": "x"}))
+            self.assertIn("`title` is not an argument of this tool", text)
+            self.assertNotIn("not a known argument", text)
 
     # What needs no schema is refused when the file is read: the server is unusable, with the file and key.
     def test_config_errors_at_load(self):
