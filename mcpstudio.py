@@ -13758,7 +13758,9 @@ class SignIn:
         except TokenError:
             if self.plan.get("introspection"):  # an opaque token
                 return await self._introspect(token, audiences)
-            raise
+            raise TokenError("%s a JWT (three base64url parts, JSON objects), and this gateway reads no opaque "
+                             "token (its signIn has no introspection)" % (
+                                 "neither the token of a listed person nor" if self.plan["people"] else "not")) from None
         now = time.time()
         if (self.fetched is None or now - self.fetched > SIGNIN_JWKS_REFRESH) and not self._tried_lately(now):
             await self._fetch_keys()

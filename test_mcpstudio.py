@@ -14971,7 +14971,14 @@ class TeamGatewayTests(ScratchDir):
                 status, headers, _ = http.post({"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
                                                headers={"Authorization": "Bearer " + token})
                 self.assertEqual(status, 401)
-                self.assertIn("not a JWT", headers["www-authenticate"])
+                self.assertIn("nor a JWT", headers["www-authenticate"])
+            # A listed person's token with a typo, or one taken out of `people`: not called "not a JWT" alone.
+            status, headers, _ = http.post({"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                                           headers={"Authorization": "Bearer alice-token-0002"})
+            self.assertEqual(status, 401)
+            self.assertIn('error_description="neither the token of a listed person nor a JWT (three base64url parts, '
+                          'JSON objects), and this gateway reads no opaque token (its signIn has no introspection)"',
+                          headers["www-authenticate"])
             status, _, text = http.modern("tools/list", headers=self.auth("alice"))
             self.assertEqual(status, 200, text)
 
