@@ -17115,7 +17115,7 @@ def print_status(path, plan: UpstreamPlan, requested, checks=None, log=None, sea
     # server's cached tools, for review_overrides
     for spec in plan.specs:
         entry = None if spec.disabled or spec.error else ListingCache(
-            os.path.join(user_cache_dir(), "server-%s.json" % spec.launch), log).read()
+            os.path.join(user_cache_dir(), "server-%s.json" % spec.listed().launch), log).read()  # as serve lists it
         if entry and (not namespace or spec.id in plan.namespaces[namespace]["servers"]):
             listings[spec.id] = entry["tools"]
         if spec.disabled:

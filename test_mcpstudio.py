@@ -13877,6 +13877,17 @@ class IsolationTests(AggregatorCase):
         self.assertEqual(done.returncode, 1, done.stdout + done.stderr)
         self.assertIn("${person.TOKEN} is a signed-in person's own secret", done.stderr)
 
+    def test_status_finds_the_listing_serve_cached(self):
+        # The tools of an isolated server are listed by its process without any person's secrets, and cached under
+        # that one's launch: status read the cache of the entry as written, never there ("not cached yet").
+        path = self.config("user")
+        with McpProcess("serve", "--config", path, env=self.env) as server:
+            server.initialize()
+            self.assertIn("keeper__echo", [tool["name"] for tool in server.request("tools/list")["result"]["tools"]])
+        out = subprocess.run(SERVER + ["status", "--config", path], capture_output=True, text=True, timeout=WAIT,
+                             env=self.env)
+        self.assertRegex(out.stdout, r"\nkeeper +3 \(cached ", out.stdout + out.stderr)
+
     def test_a_persons_secrets_fill_headers_and_args_too(self):
         # ${person.NAME} in a URL server's headers and in a command's args is the person's own secret as well: crm
         # gets alice's and bob's own Authorization (the listing none of theirs), the command runs with their own
