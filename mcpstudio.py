@@ -3229,6 +3229,8 @@ def _masked_url(match):
     user, at, host = parts.netloc.rpartition("@")
     netloc = (user.partition(":")[0] + ":***" if ":" in user else "***") + at + host if at else host
     query, fragment = (re.sub(r"([^&;=]+)(=[^&;]*)?", r"\1=***", text) for text in (parts.query, parts.fragment))
+    if "=" not in parts.fragment:  # an anchor (a manual's #section), not parameters (#access_token=...)
+        fragment = parts.fragment
     return urlunsplit((parts.scheme, netloc, parts.path, query, fragment))
 
 

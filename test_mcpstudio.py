@@ -3428,6 +3428,7 @@ class MaskSecretsTests(unittest.TestCase):
             ("srv --api-key 'a b' --verbose", "srv --api-key *** --verbose"),
             ("srv --token --verbose", "srv --token --verbose"),  # an option is no value
             ("https://u:p@h.com/p?token=1&b=2#access_token=9", "https://u:***@h.com/p?token=***&b=***#access_token=***"),
+            ("see https://h.io/v2/migration/#fastmcp-renamed or pin", "see https://h.io/v2/migration/#fastmcp-renamed or pin"),
             ("https://tok@h/x", "https://***@h/x"),
             ("connect to https://h/x?k then", "connect to https://h/x?k=*** then"),
             ("python -m srv --verbose --port 80 a=b", "python -m srv --verbose --port 80 a=b"),
@@ -11583,7 +11584,7 @@ def fake_server(args):
         with open(opt("--launch-file"), "a") as f:
             f.write("%f\n" % time.time())
     if "--crash-at-start" in args or os.environ.get("FAKE_CRASH_AT_START"):
-        sys.stderr.write("fake: cannot start: missing API key\n")
+        sys.stderr.write((opt("--crash-message") or "fake: cannot start: missing API key") + "\n")
         sys.exit(3)
     if opt("--slow-start") and not os.environ.get("FAKE_QUICK_START"):  # (set by cache_tools)
         time.sleep(float(opt("--slow-start")))
@@ -12463,6 +12464,18 @@ class AggregatorTests(AggregatorCase):
                         server.proc.wait(WAIT)
                     # Each server and the child it started are gone; after SIGKILL, the watchdog saw to it.
                     self.assert_all_gone()
+
+    def test_a_link_in_a_failed_start_is_shown_whole(self):
+        # The mcp 2.x SDK's error for v1 code links its migration guide's section: the anchor is no secret, and it
+        # read "#fastmcp-renamed-to-mcpserver=***" in the error the client got.
+        link = "https://py.sdk.modelcontextprotocol.io/v2/migration/#fastmcp-renamed-to-mcpserver"
+        data = {"mcpServers": {"v1": self.upstream("v1", "--crash-at-start", "--crash-message",
+                                                   "see the migration guide at %s or pin 'mcp<2'" % link)}}
+        with self.serve(data) as server:
+            server.initialize()
+            error = server.request("tools/list")["error"]
+            self.assertEqual(error["code"], -32001)
+            self.assertIn("guide at %s or pin" % link, error["message"])
 
     def test_status_command(self):
         data = {"mcpServers": {"a": self.upstream("a", "--token", "${MCPS_TEST_TOKEN}"),
