@@ -3265,6 +3265,8 @@ def _masked_url(match):
     user, at, host = parts.netloc.rpartition("@")
     netloc = (user.partition(":")[0] + ":***" if ":" in user else "***") + at + host if at else host
     query, fragment = (re.sub(r"([^&;=]+)(=[^&;]*)?", r"\1=***", text) for text in (parts.query, parts.fragment))
+    if "=" not in parts.fragment:  # an anchor (a manual's #section), not parameters (#access_token=...)
+        fragment = parts.fragment
     return urlunsplit((parts.scheme, netloc, parts.path, query, fragment))
 
 
@@ -8120,6 +8122,7 @@ def _read_overrides(loader, entry, where):
                                                     "tool name), not %s" % json.dumps(override["name"]))
         for key in ("annotations", "_meta", "arguments"):
             loader.get(override, key, dict, here)
+        loader.keys(override.get("annotations", {}), _ANNOTATIONS, _join(here, "annotations"))  # as a tool's own
         names = {}
         for argument, change, there in loader.members(override, "arguments", here):
             loader.keys(change, _ARGUMENT_KEYS, there)
@@ -11427,14 +11430,14 @@ class Upstream:
         protocol.reason = reason
         if protocol is not self.client.channel:
             return
-        after = "; it restarts on the next call" if self.state == "running" else ""
-        self.client.fail_all(SERVER_NOT_RUNNING, "server `%s` %s%s" % (self.spec.id, reason, after))
+        after = "; it %s on the next call" % ("restarts" if self.spec.url is None else "reconnects")
+        self.client.fail_all(SERVER_NOT_RUNNING, "server `%s` %s%s" % (
+            self.spec.id, reason, after if self.state == "running" else ""))
         if self.state == "running":
             self.state, self.last_error = "crashed", reason
             self.backoff.crashed(time.time() - (self.started_at or time.time()))
             self.server_log.note("crashed: %s" % reason)
-            self.log.warning("server `%s` %s; it %s on the next call", self.spec.id, reason,
-                             "restarts" if self.spec.url is None else "reconnects")
+            self.log.warning("server `%s` %s%s", self.spec.id, reason, after)
             asyncio.ensure_future(self._end())  # what it started goes with it
 
     async def _end(self):
@@ -11712,8 +11715,9 @@ class CuratedTool:
         schema = self.tool["inputSchema"]
         problems = _checked(given, schema)
         for name in given:
-            if name not in schema.get("properties", {}) and schema.get("additionalProperties") is not False and (
-                    name in self.hidden or name in self.renamed.values()):
+            if name not in schema.get("properties", {}) and (name in self.hidden or name in self.renamed.values()):
+                unknown = "`%s` is not a known argument" % name  # what a schema without additionalProperties says
+                problems = [problem for problem in problems if problem != unknown]
                 problems.append("`%s` is not an argument of this tool%s" % (name, " (its value is fixed)" if name in
                                                                            self.fixed else ""))
         if problems:
@@ -12572,9 +12576,10 @@ class Aggregator(Source):
         served = []  # each tool's public name before the namespace's overrides (what they name)
         for upstream in sorted(self._active(), key=lambda u: not u.spec.prefix):  # prefixed names are claimed first
             spec, known = upstream.spec, upstream.known_items("tools")
-            self.namespace.unmatched(spec.overrides, [tool["name"] for tool in known], "server `%s`" % spec.id,
-                                     "against the tools it listed when it started" if upstream.listing is not None else
-                                     "against its cached listing; again when it starts")
+            if upstream.known() is not None:  # no listing yet (never started, no cache): nothing to check against
+                self.namespace.unmatched(spec.overrides, [tool["name"] for tool in known], "server `%s`" % spec.id,
+                                         "against the tools it listed when it started" if upstream.listing is not None
+                                         else "against its cached listing; again when it starts")
             for tool in known:
                 original = tool["name"]
                 name = spec.public_name(original, self.separator)
@@ -13800,7 +13805,9 @@ class SignIn:
         except TokenError:
             if self.plan.get("introspection"):  # an opaque token
                 return await self._introspect(token, audiences)
-            raise
+            raise TokenError("%s a JWT (three base64url parts, JSON objects), and this gateway reads no opaque "
+                             "token (its signIn has no introspection)" % (
+                                 "neither the token of a listed person nor" if self.plan["people"] else "not")) from None
         now = time.time()
         if (self.fetched is None or now - self.fetched > SIGNIN_JWKS_REFRESH) and not self._tried_lately(now):
             await self._fetch_keys()
@@ -17162,7 +17169,7 @@ def print_status(path, plan: UpstreamPlan, requested, checks=None, log=None, sea
     # server's cached tools, for review_overrides
     for spec in plan.specs:
         entry = None if spec.disabled or spec.error else ListingCache(
-            os.path.join(user_cache_dir(), "server-%s.json" % spec.launch), log).read()
+            os.path.join(user_cache_dir(), "server-%s.json" % spec.listed().launch), log).read()  # as serve lists it
         if entry and (not namespace or spec.id in plan.namespaces[namespace]["servers"]):
             listings[spec.id] = entry["tools"]
         if spec.disabled:

@@ -3493,6 +3493,7 @@ class MaskSecretsTests(unittest.TestCase):
             ("srv --api-key 'a b' --verbose", "srv --api-key *** --verbose"),
             ("srv --token --verbose", "srv --token --verbose"),  # an option is no value
             ("https://u:p@h.com/p?token=1&b=2#access_token=9", "https://u:***@h.com/p?token=***&b=***#access_token=***"),
+            ("see https://h.io/v2/migration/#fastmcp-renamed or pin", "see https://h.io/v2/migration/#fastmcp-renamed or pin"),
             ("https://tok@h/x", "https://***@h/x"),
             ("connect to https://h/x?k then", "connect to https://h/x?k=*** then"),
             ("python -m srv --verbose --port 80 a=b", "python -m srv --verbose --port 80 a=b"),
@@ -11689,7 +11690,7 @@ def fake_server(args):
         with open(opt("--launch-file"), "a") as f:
             f.write("%f\n" % time.time())
     if "--crash-at-start" in args or os.environ.get("FAKE_CRASH_AT_START"):
-        sys.stderr.write("fake: cannot start: missing API key\n")
+        sys.stderr.write((opt("--crash-message") or "fake: cannot start: missing API key") + "\n")
         sys.exit(3)
     if opt("--slow-start") and not os.environ.get("FAKE_QUICK_START"):  # (set by cache_tools)
         time.sleep(float(opt("--slow-start")))
@@ -11741,6 +11742,8 @@ def fake_server(args):
                           "draft": {"type": "boolean"}}},
                       "_meta": {"anthropic/searchHint": "ticket bug report", "anthropic/maxResultSizeChars": 5000,
                                 "anthropic/requiresUserInteraction": False}})
+        if "--strict-schema" in args:  # as FastMCP (pydantic) lists every tool
+            TOOLS[-1]["inputSchema"]["additionalProperties"] = False
     if "--huge-description" in args:
         TOOLS.append({"name": "huge", "description": "x" * 100000, "inputSchema": {"type": "object"}})
     for extra in (opt("--more-tools") or "").split(","):  # more tools, answering "NAME called"
@@ -12567,6 +12570,18 @@ class AggregatorTests(AggregatorCase):
                         server.proc.wait(WAIT)
                     # Each server and the child it started are gone; after SIGKILL, the watchdog saw to it.
                     self.assert_all_gone()
+
+    def test_a_link_in_a_failed_start_is_shown_whole(self):
+        # The mcp 2.x SDK's error for v1 code links its migration guide's section: the anchor is no secret, and it
+        # read "#fastmcp-renamed-to-mcpserver=***" in the error the client got.
+        link = "https://py.sdk.modelcontextprotocol.io/v2/migration/#fastmcp-renamed-to-mcpserver"
+        data = {"mcpServers": {"v1": self.upstream("v1", "--crash-at-start", "--crash-message",
+                                                   "see the migration guide at %s or pin 'mcp<2'" % link)}}
+        with self.serve(data) as server:
+            server.initialize()
+            error = server.request("tools/list")["error"]
+            self.assertEqual(error["code"], -32001)
+            self.assertIn("guide at %s or pin" % link, error["message"])
 
     def test_status_command(self):
         data = {"mcpServers": {"a": self.upstream("a", "--token", "${MCPS_TEST_TOKEN}"),
@@ -13401,6 +13416,33 @@ class CurationTests(AggregatorCase):
         self.assertIn("gh__crash: refused: %s: mcpServers.gh.overrides.sleep.name" % path, out.stdout)
         self.assertRegex(out.stdout, r"%s: 3 problems \(above\), and \d+ warnings?\n$" % re.escape(path))
 
+    def test_no_warning_before_a_slow_server_has_listed(self):
+        # Nothing cached and a server slower than the listing's wait: its overrides are checked when it has
+        # listed, not against no listing at all ("lists no tool", "nearest: none", for every override).
+        data = self.team()
+        data["mcpServers"]["gh"]["args"] += ["--slow-start", "3"]
+        with self.serve(data, env=dict(self.env, MCPSTUDIO_LIST_WAIT="1")) as server:
+            server.initialize()
+            self.assertNotIn("gh__file_bug", [tool["name"] for tool in server.request("tools/list")["result"]["tools"]])
+            wait_until(lambda: server.notifications_of("notifications/tools/list_changed"), 30)
+            self.check_listing(server.request("tools/list")["result"]["tools"])
+            self.check_calls(server)
+            stderr = server.stderr_when(lambda text: "still starting: gh" in text)
+        self.assertNotIn("lists no tool", stderr)
+
+    def test_a_strict_schema_still_says_which_argument_is_fixed(self):
+        # FastMCP lists every tool with "additionalProperties": false: a fixed or renamed argument given is
+        # still named as such, not as an unknown one.
+        data = self.team()
+        data["mcpServers"]["gh"]["args"].append("--strict-schema")
+        with self.serve(data) as server:
+            server.initialize()
+            self.check_listing(server.request("tools/list")["result"]["tools"])
+            self.check_calls(server)
+            text = text_of(server.call("gh__file_bug", {"repo": "web", "summary": "x", "title": "x"}))
+            self.assertIn("`title` is not an argument of this tool", text)
+            self.assertNotIn("not a known argument", text)
+
     # What needs no schema is refused when the file is read: the server is unusable, with the file and key.
     def test_config_errors_at_load(self):
         cases = [({"create_issue": {"nmae": "x"}}, "overrides.create_issue.nmae: unknown key (did you mean `name`?)"),
@@ -13408,7 +13450,9 @@ class CurationTests(AggregatorCase):
                  ({"create_issue": {"arguments": {"org": {"value": "acme", "name": "o"}}}},
                   "overrides.create_issue.arguments.org: an argument with a `value` is fixed and hidden"),
                  ({"x": {"arguments": {"a": {"name": "c"}, "b": {"name": "c"}}}},
-                  "overrides.x.arguments.b.name: `c` is also the new name of `a`")]
+                  "overrides.x.arguments.b.name: `c` is also the new name of `a`"),
+                 ({"delete_*": {"annotations": {"readOnly": True}}},  # else silently no readOnlyHint: no cache
+                  "overrides.delete_*.annotations.readOnly: unknown key (did you mean `readOnlyHint`?)")]
         for overrides, fragment in cases:
             with self.subTest(overrides=overrides):
                 path = self.write({"mcpServers": {"gh": dict(self.upstream("gh"), overrides=overrides)}})
@@ -13613,6 +13657,7 @@ class HttpUpstreamTests(ScratchDir):
                 failed = server.call("web__echo", {"message": "gone"})
                 self.assertTrue(failed["isError"])
                 self.assertIn("server `web`", text_of(failed))
+                self.assertIn("it reconnects on the next call", text_of(failed))  # a URL: nothing to restart
                 web = HttpServerProcess("echo", "{message}", env=token_env, bind="127.0.0.1:%d" % port)
                 self.assertTrue(wait_until(lambda: not server.call("web__echo", {"message": "back"}).get("isError"), WAIT))
                 self.assertEqual(text_of(server.call("web__echo", {"message": "back"})), "back\n")
@@ -13950,6 +13995,17 @@ class IsolationTests(AggregatorCase):
                               env=self.env)
         self.assertEqual(done.returncode, 1, done.stdout + done.stderr)
         self.assertIn("${person.TOKEN} is a signed-in person's own secret", done.stderr)
+
+    def test_status_finds_the_listing_serve_cached(self):
+        # The tools of an isolated server are listed by its process without any person's secrets, and cached under
+        # that one's launch: status read the cache of the entry as written, never there ("not cached yet").
+        path = self.config("user")
+        with McpProcess("serve", "--config", path, env=self.env) as server:
+            server.initialize()
+            self.assertIn("keeper__echo", [tool["name"] for tool in server.request("tools/list")["result"]["tools"]])
+        out = subprocess.run(SERVER + ["status", "--config", path], capture_output=True, text=True, timeout=WAIT,
+                             env=self.env)
+        self.assertRegex(out.stdout, r"\nkeeper +3 \(cached ", out.stdout + out.stderr)
 
     def test_a_persons_secrets_fill_headers_and_args_too(self):
         # ${person.NAME} in a URL server's headers and in a command's args is the person's own secret as well: crm
@@ -15045,7 +15101,14 @@ class TeamGatewayTests(ScratchDir):
                 status, headers, _ = http.post({"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
                                                headers={"Authorization": "Bearer " + token})
                 self.assertEqual(status, 401)
-                self.assertIn("not a JWT", headers["www-authenticate"])
+                self.assertIn("nor a JWT", headers["www-authenticate"])
+            # A listed person's token with a typo, or one taken out of `people`: not called "not a JWT" alone.
+            status, headers, _ = http.post({"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                                           headers={"Authorization": "Bearer alice-token-0002"})
+            self.assertEqual(status, 401)
+            self.assertIn('error_description="neither the token of a listed person nor a JWT (three base64url parts, '
+                          'JSON objects), and this gateway reads no opaque token (its signIn has no introspection)"',
+                          headers["www-authenticate"])
             status, _, text = http.modern("tools/list", headers=self.auth("alice"))
             self.assertEqual(status, 200, text)
 
