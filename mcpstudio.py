@@ -10277,11 +10277,14 @@ class _HttpChannel:
                     if response is None:
                         break
                     answered = self._answered(response, request_id, seen)
-                if not answered and request_id is not None and request_id not in self.aborted:
-                    self._deliver(_error_response(request_id, McpError(
-                        INTERNAL_ERROR, "the server closed its event stream before it answered "
-                        + ("(resuming it with Last-Event-ID brought no answer)" if tried
-                           else "(and gave no event id to resume it with)"))))
+                if not answered and request_id is not None and request_id not in self.aborted and not self.closed:
+                    # The call is lost, not answered: an isError result of this call only (its other calls
+                    # go on), in mcpstudio's words, as when the server cannot answer (not "[server] ...").
+                    self.loop.call_soon_threadsafe(
+                        self.upstream.client.fail, request_id, SERVER_NOT_RUNNING,
+                        "server `%s` closed its event stream of the call before it answered %s" % (
+                            self.spec.key, "(resuming it with Last-Event-ID brought no answer)" if tried
+                            else "(and gave no event id to resume it with)"))
                 return
             body = response.read()
             reply = _object(self._json_body(body))
