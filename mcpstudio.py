@@ -17233,8 +17233,12 @@ def print_status(path, plan: UpstreamPlan, requested, checks=None, log=None, sea
                                                 if plan.namespaces else "every server (the config has no namespaces)"))
 
     def summary(name, mode):
-        count = served_tool_count(plan, name, names, separator, local, manager)
-        return search_summary(count, forced or mode or search[0], search[1])
+        # A signed-in person's listing, as serve counts it for the threshold: the manager tools are only for those
+        # `admins` names (Aggregator.hides), who get them too.
+        admins = sign_in and manager and sign_in.get("admins")
+        count = served_tool_count(plan, name, names, separator, local, manager and not sign_in)
+        return search_summary(count, forced or mode or search[0], search[1]) + (
+            "; `admins` also get the manager tools" if admins else "")
     if plan.namespaces:
         print("\nnamespaces:")
         for name, ns in plan.namespaces.items():

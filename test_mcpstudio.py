@@ -15216,6 +15216,23 @@ class TeamGatewayTests(ScratchDir):
         self.assertRegex(done.stdout, r"  all .*people: every signed-in person\n")
         self.assertRegex(done.stdout, r"\na .* true  \(isolation session, at most 3\)\n")
 
+    def test_status_counts_the_tools_a_signed_in_person_lists(self):
+        # With people signing in, the manager tools are only for those `admins` names, and serve's threshold counts
+        # a person's own listing: status counts it so (it counted the 7 manager tools nobody without `admins` lists).
+        path = os.path.join(self.dir, "gw.json")
+        config = {"mcpServers": {"a": {"command": "true"}},
+                  "people": {name: {"tokenSha256": hashlib.sha256(token.encode()).hexdigest()}
+                             for name, token in self.TOKENS.items()}}
+        env = dict(os.environ, XDG_CACHE_HOME=os.path.join(self.dir, "cache"))
+        for admins, line in ((None, "tools: off: 0 tools listed (search starts past 40)\n"),
+                             (["alice"], "tools: off: 0 tools listed (search starts past 40); `admins` also get the "
+                                         "manager tools\n")):
+            with open(path, "w") as f:
+                json.dump(dict(config, admins=admins) if admins else config, f)
+            done = subprocess.run(SERVER + ["status", "--config", path], capture_output=True, text=True, timeout=WAIT,
+                                  env=env, stdin=subprocess.DEVNULL)
+            self.assertIn(line, done.stdout)
+
     def test_an_unknown_namespace_names_no_other_without_a_token(self):
         # With people signing in, the 404 of a namespace URL that is not there (answered before any token is
         # read) does not list the config's namespaces: a stranger learns none of their names.
