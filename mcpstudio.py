@@ -2307,6 +2307,9 @@ if _POSIX:
     _END_OF_INPUT = "Ctrl+D"
     _PYTHON = "python3"  # how a suggested command starts Python (macOS and most Linux have no `python`)
 
+    def _local_text(data):
+        return None  # a command's output is UTF-8 or binary here: the locale of any system a client runs on
+
     def _cache_base():
         return os.path.expanduser("~/Library/Caches" if sys.platform == "darwin" else "~/.cache")
 
@@ -2640,6 +2643,18 @@ else:  # pragma: windows (Windows CPython under Wine in .ci/windows; the README 
 
     def _cache_base():
         return os.environ.get("LOCALAPPDATA") or os.path.expanduser("~\\AppData\\Local")
+
+    def _local_text(data):
+        """A command's output that is not UTF-8 as text in the ANSI code page (cp1252 in Western Europe), what
+        Python and most programs write to a pipe here ("h\xe9llo" as é, not a base64 blob), or None: output
+        with a NUL byte is binary, and so are bytes the code page does not have."""
+        import locale
+        if b"\0" in data:
+            return None
+        try:
+            return data.decode(locale.getpreferredencoding(False))
+        except (UnicodeDecodeError, LookupError):
+            return None
 
     def _text_stdout():
         """Redirected to a file or pipe, print() writes the ANSI code page and fails on the first
@@ -4408,11 +4423,14 @@ def media_content(name, data, uri):
 
 
 def output_content(data, uri, cut):
-    """stdout as MCP content: text when it is UTF-8, an image, or an embedded blob.
+    """stdout as MCP content: text when it is UTF-8 (on Windows, or in the ANSI code page), an image, or an
+    embedded blob.
 
     When the output was cut (`cut` bytes), a character split by the cut is
     dropped, and binary output is replaced by a sentence saying so."""
     text = _as_text(data, bool(cut))
+    if text is None and not _image_type(data):
+        text = _local_text(data)
     if text is not None:
         return text_block(text)
     if cut:

@@ -1782,6 +1782,20 @@ class WindowsTests(ScratchDir):
             self.assertEqual(proc.returncode, 1, proc.stderr)
             self.assertIn("${mcpstudio_test_var} is not set", proc.stderr)
 
+    def test_output_in_the_ansi_code_page_is_text(self):
+        # Python and most programs write the ANSI code page (cp1252 in Western Europe) to a pipe on Windows: such
+        # output is text in it (it came back as a base64 blob), where POSIX output in the locale is UTF-8 anyway;
+        # bytes with a NUL are binary on either.
+        script = self.script("ansi.py", """\
+            import locale, sys
+            text = "h\\xe9llo w\\xf6rld".encode(locale.getpreferredencoding(False))
+            sys.stdout.buffer.write(text if sys.argv[1] == "text" else b"\\x00\\x01\\xe9")
+            """, executable=False)
+        with self.serve("--name", "ansi", PY, script, "{kind}") as server:
+            server.initialize()
+            self.assertEqual(text_of(server.call("ansi", {"kind": "text"})), "h\xe9llo w\xf6rld")
+            self.assertIn("blob", server.call("ansi", {"kind": "binary"})["content"][0]["resource"])
+
     def test_a_suggested_command_starts_python_as_the_platform_names_it(self):
         # Run as `python mcpstudio.py`, a suggestion says how to run it again: `python3 ...` on POSIX, `python ...` on
         # Windows, where python.org's installer puts no python3 on PATH (it said python3 there too).
