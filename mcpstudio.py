@@ -124,6 +124,7 @@ ERROR_MAX_TEXT = 10000          # ... in an error result: Claude Code cuts those
 DEFAULT_MAX_CONCURRENCY = 32    # commands running at once
 DEFAULT_MAX_NAME_LENGTH = 48    # leaves room for a client prefix such as mcp__<server>__
 OK_EXIT_META = "mcpstudio/okExitCodes"  # a tool's `_meta` key: exit codes that count as success
+ON_STDERR_META = "mcpstudio/onStderr"    # a log line's `_meta` key: mcpstudio wrote it on its stderr too
 KILL_GRACE = 2.0                # seconds between SIGTERM and SIGKILL
 EOF_DRAIN = 2.0                 # seconds in-flight calls may finish after stdin closes
 PIPE_LINGER = 0.1               # seconds to drain pipes after the command itself exited
@@ -2171,15 +2172,16 @@ def windows_command_line(argv):
     a Windows program reads): an empty word, or one with a blank, a quote or a character cmd.exe acts on, goes
     in double quotes, `"` written `\\"` and the backslashes before a quote (or the closing quote) doubled, as
     subprocess.list2cmdline does. cmd.exe knows no `\\"`: each `"` turns its quoting on or off, so a `&`, `|`,
-    `<`, `>`, `^`, `(` or `)` that falls outside its quoting (after a `\\"`) gets a `^`, which cmd.exe drops.
+    `<`, `>`, `^`, `(` or `)` that falls outside its quoting (after a `\\"`) gets a `^`, which cmd.exe drops;
+    that quoting goes on across blanks, so it is followed over the whole line, not word by word.
     (A `%NAME%` naming a set variable is expanded by cmd.exe even inside quotes: docs/platforms.md.)"""
-    words = []
+    words, inside = [], False  # whether cmd.exe reads the line inside quotes here
     for word in map(str, argv):
         if word and not _CMD_QUOTED.search(word):
             words.append(word)
             continue
         quoted = '"%s"' % re.sub(r"(\\*)\Z", r"\1\1", re.sub(r'(\\*)"', lambda m: m.group(1) * 2 + '\\"', word))
-        shown, inside = [], False
+        shown = []
         for char in quoted:
             if char == '"':
                 inside = not inside
@@ -2639,7 +2641,7 @@ else:  # pragma: windows (Windows CPython under Wine in .ci/windows; the README 
         return {key.upper(): value for key, value in env.items()}.get(name.upper())
 
     _END_OF_INPUT = "Ctrl+Z then Enter"
-    _PYTHON = "python"  # what python.org's installer puts on PATH (only the Store's Python adds python3)
+    _PYTHON = "py"  # the launcher python.org's installer always puts on PATH (`python` only when asked)
 
     def _cache_base():
         return os.environ.get("LOCALAPPDATA") or os.path.expanduser("~\\AppData\\Local")
@@ -3271,6 +3273,10 @@ _OPTION_TEXT = re.compile(r"(?<![^\s'\"])(--?[A-Za-z][\w.-]*(?:=|\s+)|[A-Za-z_][
 _HEADER_TEXT = re.compile(r"(?<![\w-])([A-Za-z][\w-]*:[ \t]*)((?:Bearer|Basic|Token)[ \t]+)?([^\s'\"]+)", re.I)
 
 
+_ANCHOR = re.compile(r"[A-Za-z0-9][\w.-]{0,99}")  # a heading's anchor: words joined by - _ or .
+_KEY_RUN = re.compile(r"[A-Za-z0-9]{16,}")       # a run no heading has: a key, a token, a JWT's part
+
+
 def _masked_url(match):
     from urllib.parse import urlsplit, urlunsplit
     try:
@@ -3280,8 +3286,9 @@ def _masked_url(match):
     user, at, host = parts.netloc.rpartition("@")
     netloc = (user.partition(":")[0] + ":***" if ":" in user else "***") + at + host if at else host
     query, fragment = (re.sub(r"([^&;=]+)(=[^&;]*)?", r"\1=***", text) for text in (parts.query, parts.fragment))
-    if "=" not in parts.fragment:  # an anchor (a manual's #section), not parameters (#access_token=...)
-        fragment = parts.fragment
+    if "=" not in parts.fragment:  # an anchor (a manual's #section-name) stays; a key (#k3Y..., #/id/KEY) never
+        fragment = parts.fragment if _ANCHOR.fullmatch(parts.fragment) and not _KEY_RUN.search(parts.fragment) \
+            else "***" if parts.fragment else ""
     return urlunsplit((parts.scheme, netloc, parts.path, query, fragment))
 
 
@@ -3913,10 +3920,11 @@ class CallContext:
             params["message"] = plain_text(message)
         self.notify("notifications/progress", params)
 
-    def log(self, level, text, logger="mcpstudio"):
-        """Send a log line to the client if it asked for this level."""
+    def log(self, level, text, logger="mcpstudio", meta=None):
+        """Send a log line to the client if it asked for this level (`meta`: its `_meta`)."""
         if self.wants(level):
-            self.notify("notifications/message", {"level": level, "logger": logger, "data": text})
+            params = {"level": level, "logger": logger, "data": text}
+            self.notify("notifications/message", dict(params, _meta=meta) if meta else params)
 
     def wants(self, level):
         """Whether a log line at `level` would reach the client (skip building it if not).
@@ -4142,9 +4150,9 @@ class Session:
             raise McpError(error.get("code", INTERNAL_ERROR), str(error.get("message", "")), error.get("data"))
         return reply.get("result")
 
-    def log_to_client(self, level, text, logger):
+    def log_to_client(self, level, text, logger, meta=None):
         """Send `notifications/message` when `level` reaches the client's chosen level (as for a request of no id)."""
-        CallContext(self, None).log(level, text, logger)
+        CallContext(self, None).log(level, text, logger, meta)
 
     async def cancel_all(self, grace=0.0, reason=None):
         """Stop taking requests; give those in flight `grace` seconds, then cancel the rest (answered with the
@@ -5607,7 +5615,7 @@ class ScriptDirectory(Source):
                         message += " (remembered from an earlier run: change or touch the script to ask again)"
                     self.log.warning("%s", message)
                     if self.events:
-                        self.events.source_log("warning", message)
+                        self.events.source_log("warning", message, meta={ON_STDERR_META: True})
                 continue
             tools[tool.name] = tool
         return tools
@@ -11737,7 +11745,7 @@ class CuratedTool:
         problems = _checked(given, schema)
         for name in given:
             if name not in schema.get("properties", {}) and (name in self.hidden or name in self.renamed.values()):
-                unknown = "`%s` is not a known argument" % name  # what a schema without additionalProperties says
+                unknown = "`%s` is not a known argument" % name  # what `"additionalProperties": false` says (validate)
                 problems = [problem for problem in problems if problem != unknown]
                 problems.append("`%s` is not an argument of this tool%s" % (name, " (its value is fixed)" if name in
                                                                            self.fixed else ""))
@@ -13107,8 +13115,8 @@ class Server:
         if method == "notifications/initialized" and session and session not in self.sessions:
             self.sessions.append(session)
             held, self._held_logs = self._held_logs, []
-            for level, text, logger in held:
-                session.log_to_client(level, text, logger)
+            for level, text, logger, meta in held:
+                session.log_to_client(level, text, logger, meta)
         elif method == "notifications/roots/list_changed":
             for source in self.catalog.sources:
                 source.client_notification(method, params, session)
@@ -13170,14 +13178,14 @@ class Server:
             if params.get("uri") in granted.get("resourceSubscriptions", ()) and owned_by(ctx.session, owner):
                 ctx.notify(method, dict(params, _meta={META_SUBSCRIPTION: ctx.request_id}))
 
-    def source_log(self, level, text, logger="mcpstudio", owner=None):
+    def source_log(self, level, text, logger="mcpstudio", owner=None, meta=None):
         """A log line from a source, forwarded to clients that asked for that level; an isolated process's
         (`owner`) only to its person's (or session's) sessions, never held for a later client."""
         for session in self.sessions:
             if owned_by(session, owner):
-                session.log_to_client(level, text, logger)
+                session.log_to_client(level, text, logger, meta)
         if not self.sessions and owner is None and len(self._held_logs) < 100:
-            self._held_logs.append((level, text, logger))
+            self._held_logs.append((level, text, logger, meta))
 
     # -- methods ------------------------------------------------------------------
 
@@ -15656,9 +15664,6 @@ CLIENT_TIMEOUT = 60.0   # seconds `inspect` and `call` wait for the handshake an
                         # for its answer (the mode's own --timeout ends it; Ctrl+C always does)
 
 
-_OWN_STDERR_LEVELS = ("warning", "error", "critical", "alert", "emergency")  # what mcpstudio logs on stderr too
-
-
 class StdioClient:
     """A small synchronous MCP client of a child process, for `inspect` and `call`."""
 
@@ -15708,7 +15713,7 @@ class StdioClient:
             elif method == "notifications/message":
                 params = message.get("params") or {}
                 data = params.get("data")
-                if self.own and params.get("logger") == "mcpstudio" and params.get("level") in _OWN_STDERR_LEVELS:
+                if self.own and _object(params.get("_meta")).get(ON_STDERR_META) is True:
                     continue  # mcpstudio's own warning: the mode wrote it on the stderr it shares with us
                 sys.stderr.write("[%s] %s\n" % (params.get("level", "info"),
                                                data if isinstance(data, str) else json.dumps(data)))
@@ -17026,8 +17031,8 @@ def zipapp_command(words):
 
 STARTER_CONFIG = """\
 // mcpstudio config for %(name_comment)s. Comments and trailing commas are fine here.
-//   serve it:  python3 mcpstudio.py serve --config %(file)s
-//   check it:  python3 mcpstudio.py check --config %(file)s
+//   serve it:  %(prog)s serve --config %(file)s
+//   check it:  %(prog)s check --config %(file)s
 {
   "name": %(name_json)s,
   "description": %(description_json)s,
@@ -17100,7 +17105,7 @@ def init_config(args):
         "run_command": "%s {args}{#if help} --help{/if}" % quoted, "uri": "%s://version" % name.replace("_", "-"),
         "version_command": "%s --version" % quoted}
     text = STARTER_CONFIG % dict({key + "_json": json.dumps(value) for key, value in values.items()},
-                                 name_comment=re.sub(r"\s", " ", rest[0]), file=_argv_text([output]))
+                                 name_comment=re.sub(r"\s", " ", rest[0]), file=_argv_text([output]), prog=_prog())
     folder = os.path.dirname(os.path.abspath(output))
     try:  # its folder too: the default config's (~/.config/mcpstudio) may not exist yet
         os.makedirs(folder, exist_ok=True)

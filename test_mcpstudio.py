@@ -1698,7 +1698,7 @@ class WindowsTests(ScratchDir):
 
     # Words that cmd.exe and the C runtime each read their own way: blanks, quotes, backslashes before a quote and
     # at the end, cmd's metacharacters, in quotes and (after a \\") outside them, and an empty word.
-    AWKWARD_WORDS = ["a&b", "x y", 'say "x&y"', "50% off", "(p)|<q>^", "end\\", 'tail\\"q', ",;=", "plain", ""]
+    AWKWARD_WORDS = ["a&b", "x y", 'say "x&y"', "50% off", "(p)|<q>^", "end\\", 'tail\\"q', ",;=", 'a"b', "x&y", "plain", ""]
 
     def pasted(self, line):
         """What `line` runs, as a user pastes it into this system's shell: cmd.exe on Windows (`cmd /s /c "LINE"`
@@ -1797,11 +1797,11 @@ class WindowsTests(ScratchDir):
             self.assertIn("blob", server.call("ansi", {"kind": "binary"})["content"][0]["resource"])
 
     def test_a_suggested_command_starts_python_as_the_platform_names_it(self):
-        # Run as `python mcpstudio.py`, a suggestion says how to run it again: `python3 ...` on POSIX, `python ...` on
-        # Windows, where python.org's installer puts no python3 on PATH (it said python3 there too).
+        # Run as `python mcpstudio.py`, a suggestion says how to run it again: `python3 ...` on POSIX, `py ...` on
+        # Windows, where python.org's installer puts no python3 on PATH, and `python` only when asked (it said python3).
         proc = subprocess.run([PY, MODULE, "init"], capture_output=True, text=True, timeout=WAIT, stdin=subprocess.DEVNULL,
                               env=self.env)
-        self.assertIn("e.g. %s %s init" % ("python" if os.name == "nt" else "python3", mcpstudio._argv_text([MODULE])),
+        self.assertIn("e.g. %s %s init" % ("py" if os.name == "nt" else "python3", mcpstudio._argv_text([MODULE])),
                       proc.stderr)
 
     def test_check_reads_the_path_a_config_gives_in_any_case(self):
@@ -2069,6 +2069,8 @@ class ExecValueTests(ScratchDir):
             (['say "hi"', 'a\\"b'], '"say \\"hi\\"" "a\\\\\\"b"'),
             (['"x&y|z"'], '"\\"x^&y^|z\\""'),  # between \" and \" cmd.exe is outside its quotes: ^ keeps & literal
             (['{"k": "<v>"}'], '"{\\"k\\": \\"^<v^>\\"}"'),
+            (['a"b', "x&y"], '"a\\"b" "x^&y"'),  # cmd.exe's quoting goes on across the blank: after an odd word,
+            (['"', "|"], '"\\"" "^|"'),           # the next word's own quotes put it outside them
         ]
         for argv, line in rows:
             self.assertEqual(mcpstudio.windows_command_line(argv), line, argv)
@@ -3508,6 +3510,12 @@ class MaskSecretsTests(unittest.TestCase):
             ("srv --token --verbose", "srv --token --verbose"),  # an option is no value
             ("https://u:p@h.com/p?token=1&b=2#access_token=9", "https://u:***@h.com/p?token=***&b=***#access_token=***"),
             ("see https://h.io/v2/migration/#fastmcp-renamed or pin", "see https://h.io/v2/migration/#fastmcp-renamed or pin"),
+            # A fragment that is no heading's anchor may be a key: a file host's (#k3Y...), a JWT, #/id/KEY, #token:abc.
+            ("https://mega.nz/file/abc#k3yAbCdEfGhIjKlMnOpQ", "https://mega.nz/file/abc#***"),
+            ("https://x.io/#eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2ln", "https://x.io/#***"),
+            ("https://send.example/#/id/KEY", "https://send.example/#***"),
+            ("https://x.io/#token:abc", "https://x.io/#***"),
+            ("https://h.io/guide#section_2.1", "https://h.io/guide#section_2.1"),
             ("https://tok@h/x", "https://***@h/x"),
             ("connect to https://h/x?k then", "connect to https://h/x?k=*** then"),
             ("python -m srv --verbose --port 80 a=b", "python -m srv --verbose --port 80 a=b"),
@@ -13438,7 +13446,8 @@ class CurationTests(AggregatorCase):
         with self.serve(data, env=dict(self.env, MCPSTUDIO_LIST_WAIT="1")) as server:
             server.initialize()
             self.assertNotIn("gh__file_bug", [tool["name"] for tool in server.request("tools/list")["result"]["tools"]])
-            wait_until(lambda: server.notifications_of("notifications/tools/list_changed"), 30)
+            self.assertTrue(wait_until(lambda: server.notifications_of("notifications/tools/list_changed"), 30),
+                            server.context())
             self.check_listing(server.request("tools/list")["result"]["tools"])
             self.check_calls(server)
             stderr = server.stderr_when(lambda text: "still starting: gh" in text)
@@ -17540,6 +17549,34 @@ class ToolingTests(ToolingCase):
         self.assertIn("  hi", proc.stdout)
         self.assertEqual(proc.stderr.count("left out"), 1, proc.stderr)
         self.assertIn("mcpstudio: warning: script %s left out: " % os.path.join(scripts, "broken"), proc.stderr)
+        # What is skipped is a line marked as written on stderr too, not a logger's name: an upstream whose server id
+        # is `mcpstudio` has its own warning shown (a skip of logger `mcpstudio` lost it: nobody else writes it).
+        warns = os.path.join(self.dir, "warns.py")
+        with open(warns, "w") as f:
+            f.write(textwrap.dedent("""\
+                import json, sys
+                for line in sys.stdin:
+                    m = json.loads(line)
+                    if "id" not in m:
+                        continue
+                    r = {}
+                    if m["method"] == "initialize":
+                        r = {"protocolVersion": m["params"]["protocolVersion"], "serverInfo": {"name": "w", "version": "1"},
+                             "capabilities": {"tools": {}, "logging": {}}}
+                    elif m["method"] == "tools/list":
+                        r = {"tools": [{"name": "go", "inputSchema": {"type": "object"}}]}
+                    elif m["method"] == "tools/call":
+                        print(json.dumps({"jsonrpc": "2.0", "method": "notifications/message", "params": {
+                            "level": "warning", "logger": "w", "data": "the upstream's own warning"}}), flush=True)
+                        r = {"content": [{"type": "text", "text": "done"}]}
+                    print(json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": r}), flush=True)
+                """))
+        config = os.path.join(self.dir, "warns.json")
+        with open(config, "w") as f:
+            json.dump({"mcpServers": {"mcpstudio": {"command": PY, "args": [warns]}}}, f)
+        proc = self.cli("call", "mcpstudio__go", "--config", config)
+        self.assertEqual(proc.stdout, "done\n")
+        self.assertIn("[warning] the upstream's own warning", proc.stderr)
 
     def test_inspect_script_folder_config_and_upstream(self):
         # inspect works on --root-directory, serve --config (tools and resources) and a server after --.
