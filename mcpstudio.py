@@ -154,7 +154,7 @@ RESOURCE_NOT_FOUND = -32002      # handshake era; 2026-07-28 uses -32602
 HEADER_MISMATCH = -32020         # 2026-07-28 over HTTP: a header disagrees with the body
 UNSUPPORTED_VERSION = -32022     # 2026-07-28: `_meta` names a version this server does not serve
 MISSING_CAPABILITY = -32021      # 2026-07-28: the request needs a client capability it did not declare
-# -32000 to -32007: the aggregator's own codes for a routed request (-32002 stays the spec's "resource not found")
+# -32000 to -32008: the aggregator's own codes for a routed request (-32002 stays the spec's "resource not found")
 SERVER_NOT_FOUND = -32000
 SERVER_START_FAILED = -32001
 SERVER_NOT_RUNNING = -32003
@@ -162,6 +162,7 @@ SERVER_TIMEOUT = -32004
 SERVER_ANSWER_TOO_LARGE = -32005
 TOOL_DENIED = -32006             # the tool exists, but its server or namespace denies it
 SERVER_SIGN_IN = -32007          # a URL server wants a sign-in that this process may not start (the message says how)
+SERVER_ANSWER_LOST = -32008      # a URL server ended a request's event stream unanswered; it may still run
 
 
 # --------------------------------------------------------------------------
@@ -2309,7 +2310,7 @@ if _POSIX:
     _END_OF_INPUT = "Ctrl+D"
     _PYTHON = "python3"  # how a suggested command starts Python (macOS and most Linux have no `python`)
 
-    def _local_text(data):
+    def _local_text(data, cut):
         return None  # a command's output is UTF-8 or binary here: the locale of any system a client runs on
 
     def _cache_base():
@@ -2646,17 +2647,21 @@ else:  # pragma: windows (Windows CPython under Wine in .ci/windows; the README 
     def _cache_base():
         return os.environ.get("LOCALAPPDATA") or os.path.expanduser("~\\AppData\\Local")
 
-    def _local_text(data):
+    _BINARY_CONTROLS = re.compile(r"[\x00-\x07\x0e-\x1a\x1c-\x1f\x7f]")  # not in text: tab to CR and ESC are
+
+    def _local_text(data, cut):
         """A command's output that is not UTF-8 as text in the ANSI code page (cp1252 in Western Europe), what
-        Python and most programs write to a pipe here ("h\xe9llo" as é, not a base64 blob), or None: output
-        with a NUL byte is binary, and so are bytes the code page does not have."""
+        Python and most programs write to a pipe here ("h\xe9llo" as é, not a base64 blob), or None: bytes
+        the code page does not have, or control characters text has not (cp1256 decodes every byte), are
+        binary. When the output was `cut`, a double-byte character split by the cut (cp932) is dropped."""
         import locale
-        if b"\0" in data:
-            return None
-        try:
-            return data.decode(locale.getpreferredencoding(False))
-        except (UnicodeDecodeError, LookupError):
-            return None
+        for end in (len(data), len(data) - 1) if cut else (len(data),):
+            try:
+                text = data[:end].decode(locale.getpreferredencoding(False))
+            except (UnicodeDecodeError, LookupError):
+                continue
+            return None if _BINARY_CONTROLS.search(text) else text
+        return None
 
     def _text_stdout():
         """Redirected to a file or pipe, print() writes the ANSI code page and fails on the first
@@ -4402,11 +4407,17 @@ def _as_text(data, cut):
     return None
 
 
+def _output_text(data, cut):
+    """A command's output as text: UTF-8, or (on Windows) the ANSI code page, never an image; else None."""
+    text = _as_text(data, bool(cut))
+    return text if text is not None or _image_type(data) else _local_text(data, bool(cut))
+
+
 def cut_binary(data, cut):
     """A sentence when `data` is binary output cut short by the output limit, else None.
 
     A cut image or file is broken, so it is never served as content."""
-    if not cut or _as_text(data, True) is not None:
+    if not cut or _output_text(data, cut) is not None:
         return None
     return ("The output (%s) passed the output limit: %d bytes of its middle were dropped, so it is not "
             "served: a cut file is broken. Raise the limit (--max-output) to get it whole."
@@ -4436,9 +4447,7 @@ def output_content(data, uri, cut):
 
     When the output was cut (`cut` bytes), a character split by the cut is
     dropped, and binary output is replaced by a sentence saying so."""
-    text = _as_text(data, bool(cut))
-    if text is None and not _image_type(data):
-        text = _local_text(data)
+    text = _output_text(data, cut)
     if text is not None:
         return text_block(text)
     if cut:
@@ -10307,9 +10316,9 @@ class _HttpChannel:
                     # The call is lost, not answered: an isError result of this call only (its other calls
                     # go on), in mcpstudio's words, as when the server cannot answer (not "[server] ...").
                     self.loop.call_soon_threadsafe(
-                        self.upstream.client.fail, request_id, SERVER_NOT_RUNNING,
-                        "server `%s` closed its event stream of the call before it answered %s" % (
-                            self.spec.key, "(resuming it with Last-Event-ID brought no answer)" if tried
+                        self.upstream.client.fail, request_id, SERVER_ANSWER_LOST,
+                        "server `%s` closed its event stream of %s before it answered %s" % (
+                            self.spec.key, method, "(resuming it with Last-Event-ID brought no answer)" if tried
                             else "(and gave no event id to resume it with)"))
                 return
             body = response.read()
@@ -12737,7 +12746,7 @@ class Aggregator(Source):
                     raise ToolError("%s. This sign-in is the gateway's, shared by every person: ask its admin to "
                                     "sign in again" % exc.message.rstrip(".")) from None
             if exc.code in (SERVER_START_FAILED, SERVER_NOT_RUNNING, SERVER_TIMEOUT, SERVER_NOT_FOUND,
-                            SERVER_ANSWER_TOO_LARGE, SERVER_SIGN_IN):
+                            SERVER_ANSWER_TOO_LARGE, SERVER_SIGN_IN, SERVER_ANSWER_LOST):
                 raise ToolError(exc.message) from None  # a server that cannot answer now: the model can act on it
             raise
         finally:

@@ -1785,11 +1785,11 @@ class WindowsTests(ScratchDir):
     def test_output_in_the_ansi_code_page_is_text(self):
         # Python and most programs write the ANSI code page (cp1252 in Western Europe) to a pipe on Windows: such
         # output is text in it (it came back as a base64 blob), where POSIX output in the locale is UTF-8 anyway;
-        # bytes with a NUL are binary on either.
+        # bytes with control characters text has not (no NUL needed: cp1256 decodes every byte) are binary on either.
         script = self.script("ansi.py", """\
             import locale, sys
             text = "h\\xe9llo w\\xf6rld".encode(locale.getpreferredencoding(False))
-            sys.stdout.buffer.write(text if sys.argv[1] == "text" else b"\\x00\\x01\\xe9")
+            sys.stdout.buffer.write(text if sys.argv[1] == "text" else b"\\x01\\x02\\xe9\\x7f")
             """, executable=False)
         with self.serve("--name", "ansi", PY, script, "{kind}") as server:
             server.initialize()
@@ -13614,7 +13614,7 @@ class HttpUpstreamTests(ScratchDir):
             # The call is lost: an isError result in mcpstudio's words that names the server (it was a -32603 error
             # in the server's, "[poll] ..."), as for a server that cannot answer, and the server's next call works.
             self.assertTrue(reply["result"]["isError"], reply)
-            self.assertIn("server `poll` closed its event stream of the call before it answered (and gave no event id",
+            self.assertIn("server `poll` closed its event stream of tools/call before it answered (and gave no event id",
                           text_of(reply["result"]))
             self.assertEqual(text_of(server.call("poll__slow", {})), "resumed")
             self.assertEqual(len(polling.resumes), 2)
