@@ -3278,8 +3278,9 @@ _OPTION_TEXT = re.compile(r"(?<![^\s'\"])(--?[A-Za-z][\w.-]*(?:=|\s+)|[A-Za-z_][
 _HEADER_TEXT = re.compile(r"(?<![\w-])([A-Za-z][\w-]*:[ \t]*)((?:Bearer|Basic|Token)[ \t]+)?([^\s'\"]+)", re.I)
 
 
-_ANCHOR = re.compile(r"[A-Za-z0-9][\w.-]{0,99}")  # a heading's anchor: words joined by - _ or .
-_KEY_RUN = re.compile(r"[A-Za-z0-9]{16,}")       # a run no heading has: a key, a token, a JWT's part
+_ANCHOR = re.compile(r"\w[\w.%-]{0,99}")  # a heading's anchor: words (any script, %-encoded too) joined by - _ or .
+_KEY_RUN = re.compile(r"(?=[A-Za-z0-9]*(?:\d|[a-z][A-Z]))[A-Za-z0-9]{16,}")  # a run no heading's anchor has (16
+# letters and digits, a digit or a capital after a small letter among them): a key, a token, a JWT's part
 
 
 def _masked_url(match):
@@ -17121,7 +17122,10 @@ def init_config(args):
         with open(output, "w", encoding="utf-8") as f:
             f.write(text)
     except OSError as exc:
-        why = "%s is a file, not a folder" % folder if os.path.isfile(folder) else exc.strerror or exc
+        blocker = folder
+        while not os.path.exists(blocker) and os.path.dirname(blocker) != blocker:
+            blocker = os.path.dirname(blocker)  # the nearest folder on the way that is there
+        why = "%s is a file, not a folder" % blocker if os.path.isfile(blocker) else exc.strerror or exc
         raise McpStudioError("init: cannot write %s: %s" % (output, why)) from None
     print("wrote %s; check it with: %s check --config %s" % (output, _prog(), _argv_text([output])))
     return 0

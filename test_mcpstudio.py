@@ -3516,6 +3516,9 @@ class MaskSecretsTests(unittest.TestCase):
             ("https://send.example/#/id/KEY", "https://send.example/#***"),
             ("https://x.io/#token:abc", "https://x.io/#***"),
             ("https://h.io/guide#section_2.1", "https://h.io/guide#section_2.1"),
+            ("https://h.io/guide#internationalization", "https://h.io/guide#internationalization"),
+            ("https://h.io/guide#caf%C3%A9-au-lait", "https://h.io/guide#caf%C3%A9-au-lait"),
+            ("https://h.io/#AbCdEfGhIjKlMnOpQrSt", "https://h.io/#***"),
             ("https://tok@h/x", "https://***@h/x"),
             ("connect to https://h/x?k then", "connect to https://h/x?k=*** then"),
             ("python -m srv --verbose --port 80 a=b", "python -m srv --verbose --port 80 a=b"),
@@ -18179,9 +18182,9 @@ class ToolingTests(ToolingCase):
         # A folder on the way that is a file is named as such (it said `File exists`, as if --force would help).
         blocked = os.path.join(self.dir, "afile")
         open(blocked, "w").close()
-        proc = self.cli("init", "tools", "--command", "git", "-o", os.path.join(blocked, "x.json"), code=1)
-        self.assertIn("init: cannot write %s: %s is a file, not a folder" % (os.path.join(blocked, "x.json"), blocked),
-                      proc.stderr)
+        for output in (os.path.join(blocked, "x.json"), os.path.join(blocked, "deeper", "x.json")):
+            proc = self.cli("init", "tools", "--command", "git", "-o", output, code=1)
+            self.assertIn("init: cannot write %s: %s is a file, not a folder" % (output, blocked), proc.stderr)
 
     def test_zipapp_that_cannot_be_written_names_the_file_and_leaves_nothing(self):
         # OUT.pyz is a folder, or in a missing one: the error names OUT.pyz (it named OUT.pyz.tmp, a file
@@ -18204,6 +18207,8 @@ class ToolingTests(ToolingCase):
         with open(theirs) as f:
             self.assertEqual(f.read(), "not mcpstudio's")
         self.assertEqual(sorted(os.listdir(self.dir)), ["app.pyz", "app.pyz.tmp", "home", "new.pyz"])
+        if os.name == "posix":  # runnable as ./new.pyz (mkstemp made its file 0600)
+            self.assertEqual(os.stat(os.path.join(self.dir, "new.pyz")).st_mode & 0o777, 0o755)
 
 
 class ToolingConfigFormatTests(ToolingCase):
