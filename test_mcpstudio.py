@@ -19924,7 +19924,7 @@ class FuzzTests(ScratchDir):
         with FramedPeer("serve", "--config", config, env=env) as peer:
             peer.send([listen, {"jsonrpc": "2.0", "id": "p", "method": "ping"}])
             with peer.lock:
-                peer.lock.wait_for(lambda: peer.answers['"p"'], 5)
+                peer.lock.wait_for(lambda: peer.answers['"p"'], COMPILING)  # from its start: the module compiles first
             self.assertEqual(peer.answers['"p"'], 1, peer.context())
 
 
