@@ -2647,7 +2647,7 @@ else:  # pragma: windows (Windows CPython under Wine in .ci/windows; the README 
     def _cache_base():
         return os.environ.get("LOCALAPPDATA") or os.path.expanduser("~\\AppData\\Local")
 
-    _BINARY_CONTROLS = re.compile(r"[\x00-\x07\x0e-\x1a\x1c-\x1f\x7f]")  # not in text: tab to CR and ESC are
+    _BINARY_CONTROLS = re.compile(r"[\x00-\x07\x0e-\x1a\x1c-\x1f\x7f]")  # controls no text has (it may have tab to CR, ESC)
 
     def _local_text(data, cut):
         """A command's output that is not UTF-8 as text in the ANSI code page (cp1252 in Western Europe), what
@@ -2941,9 +2941,9 @@ def exec_problem(argv, env=None, cwd=None, batch=None):
 
 
 # Commands of cmd.exe that no file on PATH provides: on Windows a template starting with one never starts.
-_CMD_BUILTINS = frozenset(("assoc break call cd chdir cls color copy date del dir echo endlocal erase exit for ftype goto if md "
-                           "mkdir mklink move path pause popd prompt pushd rd rem ren rename rmdir set setlocal shift start time "
-                           "title type ver verify vol").split())
+_CMD_BUILTINS = frozenset(("assoc break call cd chdir cls color copy date del dir echo endlocal erase exit for ftype "
+                           "goto if md mkdir mklink move path pause popd prompt pushd rd rem ren rename rmdir set "
+                           "setlocal shift start time title type ver verify vol").split())
 
 
 def program_not_found(program, env=None):
