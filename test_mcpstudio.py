@@ -950,6 +950,55 @@ class DocsTests(unittest.TestCase):
         missing = sorted(key for key in keys if "`%s`" % key not in manual and '"%s"' % key not in manual)
         self.assertEqual(missing, [])
 
+    def test_every_subcommand_is_in_the_command_lines_usage(self):
+        # docs/cli.md's usage block and its list of first words that select a subcommand name every subcommand
+        # the program has (`secrets` was missing from both).
+        with open(os.path.join(HERE, "docs", "cli.md"), encoding="utf-8") as f:
+            page = f.read()
+        usage = page.split("```\n", 2)[1]
+        listed = page.split("A first word that is exactly", 1)[1].split("selects that subcommand", 1)[0]
+        self.assertIn("`serve`", listed)
+        missing = [word for word in mcpstudio.SUBCOMMANDS
+                   if "`%s`" % word not in listed or not re.search(r"(?<![\w-])%s(?![\w-])" % word, usage)]
+        self.assertEqual(missing, [])
+
+    def test_client_files_table_is_where_install_writes(self):
+        # docs/cli.md's table of client files (Linux / macOS / Windows, and the variable that moves each) names the
+        # file `install --write` writes: client_config_path on each platform, with and without those variables.
+        from unittest import mock
+        with open(os.path.join(HERE, "docs", "cli.md"), encoding="utf-8") as f:
+            rows = re.findall(r"^\| `([a-z-]+)` \| (.+?) \| [^|]+ \|$", f.read(), re.M)
+        self.assertEqual(sorted(client for client, _ in rows), sorted(mcpstudio.CLIENTS))
+        home, appdata = "/home/u", r"C:\Users\u\AppData\Roaming"
+        moved = {"CLAUDE_CONFIG_DIR": "/m/claude", "XDG_CONFIG_HOME": "/m/config", "CODEX_HOME": "/m/codex"}
+
+        def path(text):  # a cell's path with ~ and %APPDATA% filled in, its backslashes as slashes
+            return text.replace("%APPDATA%", appdata).replace("~", home).replace("\\", "/")
+        checked = 0
+        for client, cell in rows:
+            cell, _, file_name = cell.partition(" + ")  # `folder/` / ... + `file`: the file in each folder
+            file_name = file_name.strip("`")
+            alternatives = dict(re.findall(r"\(or `\$([A-Z_]+)([^`]*)`\)", cell))
+            cell = re.sub(r"\s*\(or `[^`]*`\)", "", cell)
+            per_platform = [p.strip().strip("`") for p in cell.split(" / ")]
+            if len(per_platform) == 1:
+                per_platform *= 3
+            for platform, written in zip(("linux", "darwin", "win32"), per_platform):
+                with self.subTest(client=client, platform=platform):
+                    with mock.patch.dict(os.environ, {"HOME": home, "APPDATA": appdata}):
+                        for name in moved:
+                            os.environ.pop(name, None)
+                        got = mcpstudio.client_config_path(client, platform)
+                    self.assertEqual(got.replace("\\", "/"), path(written + file_name))
+                    checked += 1
+            for name, rest in alternatives.items():
+                with self.subTest(client=client, variable=name):
+                    with mock.patch.dict(os.environ, dict(moved, HOME=home)):
+                        got = mcpstudio.client_config_path(client, "linux")
+                    self.assertEqual(got, moved[name] + rest + file_name)
+                    checked += 1
+        self.assertGreaterEqual(checked, 15 + 4)
+
     def test_readme_is_a_front_page(self):
         # README.md stays under its cap, links into the manual, and speaks no internal shorthand: no issue numbers,
         # no test class names, no "seeds".
