@@ -1037,6 +1037,28 @@ class DocsTests(unittest.TestCase):
                             pending = ""
         self.assertGreaterEqual(checked, 5)
 
+    def test_config_template_table_renders_as_it_says(self):
+        # Each row of docs/config.md's template engine table (template, arguments, argv) renders that argv.
+        with open(os.path.join(HERE, "docs", "config.md"), encoding="utf-8") as f:
+            section = f.read().split("## The template engine", 1)[1].split("\n## ", 1)[0]
+        checked = 0
+        for line in section.splitlines():
+            row = re.match(r"\| `(.+?)`(?: \([^)]*\))? \| `(\{.*?\})`.*? \| `(.+?)`", line)
+            if not row:
+                continue
+            text, arguments, argv = row.groups()
+            arguments = json.loads(arguments)
+            template = mcpstudio.CommandTemplate(text)
+            for field in template.occurrences():
+                if isinstance(arguments.get(field.key), list):
+                    field.kind = "array"
+            # A quoted argv reads as a shell reads it; an unquoted one keeps its backslashes (Windows paths).
+            expected = shlex.split(argv) if re.search("['\"]", argv) else argv.split()
+            with self.subTest(template=text):
+                self.assertEqual(template.render(arguments), expected)
+            checked += 1
+        self.assertGreaterEqual(checked, 9)
+
     def test_readme_config_example_passes_check(self):
         # The config-mode example on the front page is a file `check` accepts, with the tools it names.
         with open(os.path.join(HERE, "README.md"), encoding="utf-8") as f:
