@@ -15243,7 +15243,7 @@ usage: mcpstudio [OPTIONS] [--] COMMAND [TEMPLATE...]
        mcpstudio login|logout NAME|URL [--config FILE]
        mcpstudio secrets set|remove|list [NAME] --person SUBJECT
        mcpstudio tui [--config FILE] [--namespace NAME]
-       mcpstudio inspect|call|install|import|add|remove|list|namespace|zipapp ... (CMD --help)"""
+       mcpstudio inspect|call|install|import|add|remove|enable|disable|list|namespace|zipapp ... (CMD --help)"""
 
 # Each subcommand's own --help, as it prints: an entry starts at its "usage: mcpstudio NAME" line
 # (%(NAME)s: a constant of the module's).

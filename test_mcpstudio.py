@@ -951,15 +951,19 @@ class DocsTests(unittest.TestCase):
         self.assertEqual(missing, [])
 
     def test_every_subcommand_is_in_the_command_lines_usage(self):
-        # docs/cli.md's usage block and its list of first words that select a subcommand name every subcommand
-        # the program has (`secrets` was missing from both).
+        # docs/cli.md's usage block, its list of first words that select a subcommand, and the usage `--help`
+        # prints name every subcommand the program has (`secrets` was missing from the page, `enable` and
+        # `disable` from --help).
         with open(os.path.join(HERE, "docs", "cli.md"), encoding="utf-8") as f:
             page = f.read()
-        usage = page.split("```\n", 2)[1]
+        usages = {"docs/cli.md": page.split("```\n", 2)[1],
+                  "--help": self.mcpstudio(["--help"]).stdout.split("\n\n", 1)[0]}
         listed = page.split("A first word that is exactly", 1)[1].split("selects that subcommand", 1)[0]
         self.assertIn("`serve`", listed)
-        missing = [word for word in mcpstudio.SUBCOMMANDS
-                   if "`%s`" % word not in listed or not re.search(r"(?<![\w-])%s(?![\w-])" % word, usage)]
+        self.assertIn("usage: mcpstudio", usages["--help"])
+        missing = ["docs/cli.md list: %s" % word for word in mcpstudio.SUBCOMMANDS if "`%s`" % word not in listed]
+        missing += ["%s usage: %s" % (where, word) for where, usage in usages.items() for word in mcpstudio.SUBCOMMANDS
+                    if not re.search(r"(?<![\w-])%s(?![\w-])" % word, usage)]
         self.assertEqual(missing, [])
 
     def test_client_files_table_is_where_install_writes(self):
