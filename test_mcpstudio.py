@@ -1063,6 +1063,20 @@ class DocsTests(unittest.TestCase):
             checked += 1
         self.assertGreaterEqual(checked, 9)
 
+    @unittest.skipUnless(shutil.which("jq"), "jq is not installed")
+    def test_stdin_examples_serve_and_feed_stdin(self):
+        # The `--stdin` example of --help and of docs/cli.md's option table is a template mcpstudio serves, and a
+        # call feeds the command its stdin (both once showed `jq {filter}`, which startup refuses: a filter is code).
+        lines = [line.strip() for line in self.mcpstudio(["--help"]).stdout.splitlines()]
+        examples = {"--help": next(line for line in lines if line.startswith("--stdin TEXT")).split("e.g. ", 1)[1]}
+        with open(os.path.join(HERE, "docs", "cli.md"), encoding="utf-8") as f:
+            row = next(line for line in f if line.startswith("| `--stdin TEXT` |"))
+        examples["docs/cli.md"] = re.search(r"`(--stdin [\"'][^`]+)`", row).group(1)  # (not the `--stdin TEXT` cell)
+        for where, example in examples.items():
+            with self.subTest(where=where, example=example):
+                proc = self.mcpstudio(["call", "jq", 'json={"a": 5}', "k=a"] + shlex.split(example))
+                self.assertEqual((proc.returncode, proc.stdout), (0, "5\n"), proc.stderr)
+
     def test_readme_config_example_passes_check(self):
         # The config-mode example on the front page is a file `check` accepts, with the tools it names.
         with open(os.path.join(HERE, "README.md"), encoding="utf-8") as f:
