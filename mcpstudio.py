@@ -15187,7 +15187,8 @@ OPTION_TABLE = """
 --max-name-length N              value   longest tool name given to clients (default: %(DEFAULT_MAX_NAME_LENGTH)d)
 --task-support MODE              value   run calls as MCP tasks: optional (the default), required or forbidden
 --ok-exit CODES                  value   exit codes that mean success, e.g. 0,1 for grep (1: no match; default: 0)
---stdin TEXT                     value   feed the command this text template on stdin, e.g. --stdin '{json}' jq '{filter}'
+--stdin TEXT                     value   feed the command this text template on stdin, e.g.
+                                         --stdin '{json}' jq --arg k '{k}' '.[$k]'
 --allow-dash-values              flag    let values start an argument with '-' (off: refused as option injection)
 --config FILE                    value   serve the tools, resources and script folders of a JSON config file (see `serve`)
 --url URL                        value   serve the MCP server at URL over stdio, signing in with OAuth when it asks (a bridge,
@@ -15243,7 +15244,7 @@ usage: mcpstudio [OPTIONS] [--] COMMAND [TEMPLATE...]
        mcpstudio login|logout NAME|URL [--config FILE]
        mcpstudio secrets set|remove|list [NAME] --person SUBJECT
        mcpstudio tui [--config FILE] [--namespace NAME]
-       mcpstudio inspect|call|install|import|add|remove|list|namespace|zipapp ... (CMD --help)"""
+       mcpstudio inspect|call|install|import|add|remove|enable|disable|list|namespace|zipapp ... (CMD --help)"""
 
 # Each subcommand's own --help, as it prints: an entry starts at its "usage: mcpstudio NAME" line
 # (%(NAME)s: a constant of the module's).

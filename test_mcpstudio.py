@@ -950,6 +950,59 @@ class DocsTests(unittest.TestCase):
         missing = sorted(key for key in keys if "`%s`" % key not in manual and '"%s"' % key not in manual)
         self.assertEqual(missing, [])
 
+    def test_every_subcommand_is_in_the_command_lines_usage(self):
+        # docs/cli.md's usage block, its list of first words that select a subcommand, and the usage `--help`
+        # prints name every subcommand the program has (`secrets` was missing from the page, `enable` and
+        # `disable` from --help).
+        with open(os.path.join(HERE, "docs", "cli.md"), encoding="utf-8") as f:
+            page = f.read()
+        usages = {"docs/cli.md": page.split("```\n", 2)[1],
+                  "--help": self.mcpstudio(["--help"]).stdout.split("\n\n", 1)[0]}
+        listed = page.split("A first word that is exactly", 1)[1].split("selects that subcommand", 1)[0]
+        self.assertIn("`serve`", listed)
+        self.assertIn("usage: mcpstudio", usages["--help"])
+        missing = ["docs/cli.md list: %s" % word for word in mcpstudio.SUBCOMMANDS if "`%s`" % word not in listed]
+        missing += ["%s usage: %s" % (where, word) for where, usage in usages.items() for word in mcpstudio.SUBCOMMANDS
+                    if not re.search(r"(?<![\w-])%s(?![\w-])" % word, usage)]
+        self.assertEqual(missing, [])
+
+    def test_client_files_table_is_where_install_writes(self):
+        # docs/cli.md's table of client files (Linux / macOS / Windows, and the variable that moves each) names the
+        # file `install --write` writes: client_config_path on each platform, with and without those variables.
+        from unittest import mock
+        with open(os.path.join(HERE, "docs", "cli.md"), encoding="utf-8") as f:
+            rows = re.findall(r"^\| `([a-z-]+)` \| (.+?) \| [^|]+ \|$", f.read(), re.M)
+        self.assertEqual(sorted(client for client, _ in rows), sorted(mcpstudio.CLIENTS))
+        home, appdata = "/home/u", r"C:\Users\u\AppData\Roaming"
+        moved = {"CLAUDE_CONFIG_DIR": "/m/claude", "XDG_CONFIG_HOME": "/m/config", "CODEX_HOME": "/m/codex"}
+
+        def path(text):  # a cell's path with ~ and %APPDATA% filled in, its backslashes as slashes
+            return text.replace("%APPDATA%", appdata).replace("~", home).replace("\\", "/")
+        checked = 0
+        for client, cell in rows:
+            cell, _, file_name = cell.partition(" + ")  # `folder/` / ... + `file`: the file in each folder
+            file_name = file_name.strip("`")
+            alternatives = dict(re.findall(r"\(or `\$([A-Z_]+)([^`]*)`\)", cell))
+            cell = re.sub(r"\s*\(or `[^`]*`\)", "", cell)
+            per_platform = [p.strip().strip("`") for p in cell.split(" / ")]
+            if len(per_platform) == 1:
+                per_platform *= 3
+            for platform, written in zip(("linux", "darwin", "win32"), per_platform):
+                with self.subTest(client=client, platform=platform):
+                    with mock.patch.dict(os.environ, {"HOME": home, "APPDATA": appdata}):
+                        for name in moved:
+                            os.environ.pop(name, None)
+                        got = mcpstudio.client_config_path(client, platform)
+                    self.assertEqual(got.replace("\\", "/"), path(written + file_name))
+                    checked += 1
+            for name, rest in alternatives.items():
+                with self.subTest(client=client, variable=name):
+                    with mock.patch.dict(os.environ, dict(moved, HOME=home)):
+                        got = mcpstudio.client_config_path(client, "linux")
+                    self.assertEqual(got, moved[name] + rest + file_name)
+                    checked += 1
+        self.assertGreaterEqual(checked, 15 + 4)
+
     def test_readme_is_a_front_page(self):
         # README.md stays under its cap, links into the manual, and speaks no internal shorthand: no issue numbers,
         # no test class names, no "seeds".
@@ -987,6 +1040,42 @@ class DocsTests(unittest.TestCase):
                             checked += 1
                             pending = ""
         self.assertGreaterEqual(checked, 5)
+
+    def test_config_template_table_renders_as_it_says(self):
+        # Each row of docs/config.md's template engine table (template, arguments, argv) renders that argv.
+        with open(os.path.join(HERE, "docs", "config.md"), encoding="utf-8") as f:
+            section = f.read().split("## The template engine", 1)[1].split("\n## ", 1)[0]
+        checked = 0
+        for line in section.splitlines():
+            row = re.match(r"\| `(.+?)`(?: \([^)]*\))? \| `(\{.*?\})`.*? \| `(.+?)`", line)
+            if not row:
+                continue
+            text, arguments, argv = row.groups()
+            arguments = json.loads(arguments)
+            template = mcpstudio.CommandTemplate(text)
+            for field in template.occurrences():
+                if isinstance(arguments.get(field.key), list):
+                    field.kind = "array"
+            # A quoted argv reads as a shell reads it; an unquoted one keeps its backslashes (Windows paths).
+            expected = shlex.split(argv) if re.search("['\"]", argv) else argv.split()
+            with self.subTest(template=text):
+                self.assertEqual(template.render(arguments), expected)
+            checked += 1
+        self.assertGreaterEqual(checked, 9)
+
+    @unittest.skipUnless(shutil.which("jq"), "jq is not installed")
+    def test_stdin_examples_serve_and_feed_stdin(self):
+        # The `--stdin` example of --help and of docs/cli.md's option table is a template mcpstudio serves, and a
+        # call feeds the command its stdin (both once showed `jq {filter}`, which startup refuses: a filter is code).
+        lines = [line.strip() for line in self.mcpstudio(["--help"]).stdout.splitlines()]
+        examples = {"--help": next(line for line in lines if line.startswith("--stdin TEXT")).split("e.g. ", 1)[1]}
+        with open(os.path.join(HERE, "docs", "cli.md"), encoding="utf-8") as f:
+            row = next(line for line in f if line.startswith("| `--stdin TEXT` |"))
+        examples["docs/cli.md"] = re.search(r"`(--stdin [\"'][^`]+)`", row).group(1)  # (not the `--stdin TEXT` cell)
+        for where, example in examples.items():
+            with self.subTest(where=where, example=example):
+                proc = self.mcpstudio(["call", "jq", 'json={"a": 5}', "k=a"] + shlex.split(example))
+                self.assertEqual((proc.returncode, proc.stdout), (0, "5\n"), proc.stderr)
 
     def test_readme_config_example_passes_check(self):
         # The config-mode example on the front page is a file `check` accepts, with the tools it names.
