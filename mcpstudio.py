@@ -414,9 +414,11 @@ def validate(value, schema, where=""):
         errors.append("%s must be %s" % (label, json.dumps(schema["const"])))
     if isinstance(value, str):
         if "minLength" in schema and len(value) < schema["minLength"]:
-            errors.append("%s must be at least %d characters long" % (label, schema["minLength"]))
+            errors.append("%s must not be empty" % label if schema["minLength"] == 1 else
+                          "%s must be at least %d characters long" % (label, schema["minLength"]))
         if "maxLength" in schema and len(value) > schema["maxLength"]:
-            errors.append("%s must be at most %d characters long" % (label, schema["maxLength"]))
+            errors.append("%s must be at most %d character%s long" % (
+                label, schema["maxLength"], "" if schema["maxLength"] == 1 else "s"))
         if "pattern" in schema and not re.search(schema["pattern"], value):
             errors.append("%s must match the pattern %s" % (label, schema["pattern"]))
     elif isinstance(value, NUMBER) and not isinstance(value, bool):
@@ -430,7 +432,8 @@ def validate(value, schema, where=""):
             errors.append("%s must have at least %d item%s" % (
                 label, schema["minItems"], "" if schema["minItems"] == 1 else "s"))
         if "maxItems" in schema and len(value) > schema["maxItems"]:
-            errors.append("%s must have at most %d items" % (label, schema["maxItems"]))
+            errors.append("%s must have at most %d item%s" % (
+                label, schema["maxItems"], "" if schema["maxItems"] == 1 else "s"))
         items = schema.get("items")
         if isinstance(items, dict):
             base = where or "item"

@@ -2703,6 +2703,7 @@ class ValidateTests(unittest.TestCase):
             "tags": {"type": "array", "items": {"type": "string"}, "minItems": 1},
             "mode": {"enum": ["fast", "slow"]},
             "any": {},
+            "initial": {"type": "string", "minLength": 1, "maxLength": 1},
         },
         "required": ["name"],
         "additionalProperties": False,
@@ -2717,7 +2718,7 @@ class ValidateTests(unittest.TestCase):
             ({}, [["`name`", "required"]]),
             ({"name": 5}, [["`name`", "string", "integer"]]),
             ({"name": "a"}, [["`name`", "at least 2"]]),
-            ({"name": "abcdef"}, [["`name`", "at most 5"]]),
+            ({"name": "abcdef"}, [["`name`", "at most 5 characters"]]),
             ({"name": "AB"}, [["`name`", "pattern"]]),
             ({"name": "ab", "count": 0}, [["`count`", "at least 1"]]),
             ({"name": "ab", "count": True}, [["`count`", "integer", "boolean"]]),
@@ -2728,6 +2729,8 @@ class ValidateTests(unittest.TestCase):
             ({"name": "ab", "mode": "medium"}, [["`mode`", '"fast"', '"slow"']]),
             ({"name": "ab", "bogus": 1}, [["`bogus`", "not a known argument"]]),
             ({"name": "ab", "flag": "yes"}, [["`flag`", "boolean"]]),
+            ({"name": "ab", "initial": ""}, [["`initial` must not be empty"]]),
+            ({"name": "ab", "initial": "xy"}, [["`initial`", "at most 1 character long"]]),
         ]
         for args, expected in rows:
             with self.subTest(args=args):
