@@ -1030,8 +1030,9 @@ class SectionTests(unittest.TestCase):
         "OAuthClient": "OAuth 2.1 for URL upstreams", "InputBridge": "Input on the way", "Upstream": "Upstreams",
         "McpClient": "Upstreams", "_HttpChannel": "Upstreams", "BackChannel": "Upstreams",
         "ManagerTools": "Aggregator", "UpstreamSkills": "Aggregator", "IsolatedInstances": "Aggregator",
-        "Aggregator": "Aggregator", "Server": "Server", "serve_stdio": "Server", "SignIn": "Sign-in",
-        "HttpServer": "Streamable HTTP", "SignInGate": "Streamable HTTP", "parse_command_line": "Command line", "_build_server": "Command line",
+        "ConfigReload": "Aggregator", "Aggregator": "Aggregator", "Server": "Server", "serve_stdio": "Server",
+        "SignIn": "Sign-in", "HttpServer": "Streamable HTTP", "SignInGate": "Streamable HTTP",
+        "parse_command_line": "Command line", "_build_server": "Command line",
         "check_config": "Tools for people", "init_config": "Tools for people", "print_status": "Tools for people",
         "inspect_command": "Tools for people", "Board": "tui", "main": "main",
     }
@@ -1385,7 +1386,7 @@ class ConstructionTests(unittest.TestCase):
         self.assertEqual(sorted(found - set(self.PARENT_HOLDERS)), [])
         self.assertEqual(sorted(set(self.PARENT_HOLDERS) - found), [])
         self.assertLessEqual(parents | {"ManagerTools", "UpstreamSkills", "BackChannel", "ServerTasks", "ListenStream",
-                                        "_UpstreamProtocol", "Drain"}, constructed)
+                                        "_UpstreamProtocol", "Drain", "ConfigReload"}, constructed)
 
     def test_sources_are_never_probed(self):
         # No hasattr anywhere but on the interpreter's own sys.stdout; the catalog and the server never ask a
