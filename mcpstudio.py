@@ -11641,7 +11641,9 @@ class Upstream:
 # all of them plus the config's own tools: it names every upstream tool
 # `<serverId><sep><tool>`, routes by a table built at listing time, serves
 # listings from an on-disk cache so a listing starts nothing, and adds the
-# manager tools. Namespaces choose which servers one process serves.
+# manager tools. Namespaces choose which servers one process serves. A reload
+# (ConfigReload: config_reload, the file's watch, SIGHUP) reads the config
+# again and restarts only what changed (plan_changes).
 
 def _join_text(before, after):
     """Two texts joined by one space, unless either side already ends or begins with white space."""
@@ -12120,56 +12122,6 @@ class UpstreamSkills:
         return None
 
 
-class ConfigWatch:
-    """Reads the config file again when its stamp (mtime, size, inode) changes, every `interval` seconds."""
-
-    _task = None
-
-    def __init__(self, path, interval, log: Log, reload):
-        self.path, self.interval, self.log = path, interval, log
-        self.reload = reload  # a coroutine function that reads the file again
-        self.stamp = self.read_stamp()
-
-    def mark(self):
-        """The file as it is now is the one read (a reload): only a later change reads it again."""
-        self.stamp = self.read_stamp()
-
-    def read_stamp(self):
-        try:
-            st = os.stat(self.path)
-            return (st.st_mtime_ns, st.st_size, st.st_ino)
-        except (OSError, TypeError):
-            return None
-
-    def start(self):
-        if self.interval and self.path:
-            self._task = asyncio.ensure_future(self._watch())
-
-    async def _watch(self):
-        while True:
-            await asyncio.sleep(self.interval)
-            stamp = self.read_stamp()
-            if stamp and stamp != self.stamp:
-                self.stamp = stamp
-                self.log.info("%s changed: reading it again", self.path)
-                try:
-                    await self.reread()
-                except Exception as exc:  # whatever went wrong, the next change is still read
-                    self.log.error("%s: reading it again failed (%s: %s); the previous configuration stays in use",
-                                   self.path, type(exc).__name__, exc)
-
-    async def reread(self):
-        """Read the file again; a bad one is logged and changes nothing."""
-        try:
-            await self.reload()
-        except ConfigError as exc:
-            self.log.error("%s; the previous configuration stays in use", exc)
-
-    def close(self):
-        if self._task:
-            self._task.cancel()
-
-
 def _described(server_key, item, name):
     """A server's tool or prompt under its public name, described as `[server] ...`."""
     item = dict(item, name=name, description=("[%s] %s" % (server_key, item.get("description") or "")).rstrip())
@@ -12178,22 +12130,6 @@ def _described(server_key, item, name):
         item["execution"] = dict(execution, taskSupport="required" if execution.get("taskSupport") == "required"
                                  else "optional")
     return item
-
-
-def plan_changes(old, new):
-    """What a reload does to each server (`old`, `new`: id -> UpstreamSpec): one whose command, URL, error or
-    `disabled` changed is restarted; one whose other settings changed is updated in place."""
-    report = {"added": [], "removed": [sid for sid in old if sid not in new], "restarted": [], "updated": [],
-              "unchanged": []}
-    for sid, spec in new.items():
-        before = old.get(sid)
-        if before is None:
-            report["added"].append(sid)
-        elif (before.launch, before.error, before.disabled) != (spec.launch, spec.error, spec.disabled):
-            report["restarted"].append(sid)
-        else:
-            report["updated" if before.settings != spec.settings else "unchanged"].append(sid)
-    return report
 
 
 class PersonSecrets:
@@ -12381,6 +12317,152 @@ class IsolatedInstances:
             self._sweeping.cancel()
 
 
+class ConfigWatch:
+    """Reads the config file again when its stamp (mtime, size, inode) changes, every `interval` seconds."""
+
+    _task = None
+
+    def __init__(self, path, interval, log: Log, reload):
+        self.path, self.interval, self.log = path, interval, log
+        self.reload = reload  # a coroutine function that reads the file again
+        self.stamp = self.read_stamp()
+
+    def mark(self):
+        """The file as it is now is the one read (a reload): only a later change reads it again."""
+        self.stamp = self.read_stamp()
+
+    def read_stamp(self):
+        try:
+            st = os.stat(self.path)
+            return (st.st_mtime_ns, st.st_size, st.st_ino)
+        except (OSError, TypeError):
+            return None
+
+    def start(self):
+        if self.interval and self.path:
+            self._task = asyncio.ensure_future(self._watch())
+
+    async def _watch(self):
+        while True:
+            await asyncio.sleep(self.interval)
+            stamp = self.read_stamp()
+            if stamp and stamp != self.stamp:
+                self.stamp = stamp
+                self.log.info("%s changed: reading it again", self.path)
+                try:
+                    await self.reread()
+                except Exception as exc:  # whatever went wrong, the next change is still read
+                    self.log.error("%s: reading it again failed (%s: %s); the previous configuration stays in use",
+                                   self.path, type(exc).__name__, exc)
+
+    async def reread(self):
+        """Read the file again; a bad one is logged and changes nothing."""
+        try:
+            await self.reload()
+        except ConfigError as exc:
+            self.log.error("%s; the previous configuration stays in use", exc)
+
+    def close(self):
+        if self._task:
+            self._task.cancel()
+
+
+def plan_changes(old, new):
+    """What a reload does to each server (`old`, `new`: id -> UpstreamSpec): one whose command, URL, error or
+    `disabled` changed is restarted; one whose other settings changed is updated in place."""
+    report = {"added": [], "removed": [sid for sid in old if sid not in new], "restarted": [], "updated": [],
+              "unchanged": []}
+    for sid, spec in new.items():
+        before = old.get(sid)
+        if before is None:
+            report["added"].append(sid)
+        elif (before.launch, before.error, before.disabled) != (spec.launch, spec.error, spec.disabled):
+            report["restarted"].append(sid)
+        else:
+            report["updated" if before.settings != spec.settings else "unchanged"].append(sid)
+    return report
+
+
+class ConfigReload:
+    """The config as last read, and its reading again (Aggregator.reload: config_reload, the file's watch, SIGHUP,
+    the tui): the config's own sources start again only when their part changed, and each server as plan_changes
+    says; a bad file changes nothing. It holds what a reload replaces, the config's own sources and the servers of
+    the active namespace, which the Aggregator serves."""
+
+    _reloading = events = None  # the reload under way (one at a time); what the config's own sources report to
+
+    def __init__(self, read, local, local_key, namespace: Namespace, log: Log, config_path, mark, new_upstream,
+                 instances: IsolatedInstances, changed):
+        """`read()`: (local sources, UpstreamPlan, local key) of the file as it is now (`read` None: there is no file);
+        `local_key`: the config's own part, to tell whether a reload changed it; `mark()`: the watch's (the file as
+        it is now is the one read); `new_upstream(spec)`: an Upstream; `changed()`: the tool set changed."""
+        self.read, self.mark = read, mark
+        self.local, self.local_key = list(local), local_key  # the config's own sources, and their part of the file
+        self.upstreams = {}  # id -> Upstream, of the active namespace, in config order
+        self.namespace, self.new_upstream, self.instances = namespace, new_upstream, instances
+        self.log, self.config_path, self.changed = log, config_path, changed
+
+    def start(self, events, upstreams):
+        """Serve `upstreams`, and start the config's own sources, their changes going to `events`."""
+        self.events = events
+        self.upstreams = upstreams
+        for source in self.local:
+            source.start(events)
+
+    async def reload(self):
+        """Read the config again; restart only what changed: the report of it. A bad file changes nothing."""
+        if not self.read:
+            raise ConfigError("this server was not started from a config file")
+        while self._reloading and not self._reloading.done():
+            await asyncio.wait([self._reloading])
+        self._reloading = asyncio.ensure_future(self._reload())
+        return await asyncio.shield(self._reloading)
+
+    async def _reload(self):
+        self.mark()
+        local, plan, local_key = self.read()
+        error = select_namespace(plan.namespaces, self.namespace.requested, plan.default, plan.default_key)[2]
+        if error and not self.namespace.refusal:
+            raise ConfigError("%s: %s; the configuration in use stays as it was" % (self.config_path, error))
+        local_changed = local_key != self.local_key
+        if local_changed:
+            for source in self.local:
+                await source.close()
+            self.local, self.local_key = list(local), local_key
+            for source in self.local:
+                source.start(self.events)
+        specs = self.namespace.apply(plan)
+        old, new = self.upstreams, {}
+        report = plan_changes({sid: getattr(upstream.spec, "origin", upstream.spec) for sid, upstream in old.items()},
+                              specs)
+        if local_changed:
+            report["localToolsReloaded"] = True
+        for sid, spec in specs.items():
+            upstream = old.get(sid)
+            if not upstream:
+                new[sid] = self.new_upstream(spec)
+            elif sid in report["restarted"]:
+                running = upstream.state == "running"
+                await upstream.stop("its configuration changed")
+                fresh = new[sid] = self.new_upstream(spec)
+                fresh.stays_stopped_as(upstream)  # servers_stop holds across reloads
+                if running and fresh.usable() and not upstream.user_stopped:
+                    fresh.start(wait_backoff=False)
+            else:
+                upstream.update(spec.listed())
+                new[sid] = upstream
+        for sid in report["removed"]:
+            await old[sid].stop("it was removed from the config")
+        self.instances.stop_servers(report["removed"] + report["restarted"], "its configuration changed")
+        self.upstreams = new
+        report["namespace"] = self.namespace.name
+        if self.namespace.refusal:
+            report["error"] = self.namespace.refusal.message
+        self.log.debug("config reloaded: %s", json.dumps(report))
+        self.changed()
+        return report
+
+
 class Aggregator(Source):
     """The config's own sources plus upstream servers, as one source (see the section comment)."""
 
@@ -12390,7 +12472,7 @@ class Aggregator(Source):
     completions = True  # upstreams complete their prompts' and templates' arguments (one that cannot: -32601)
     subscribable = True  # and take resource subscriptions (one that cannot: -32601)
     skill_methods = True  # it may learn of its servers' skills by listing
-    _reading = _reloading = None  # the tasks reading listings from disk and the config file
+    _reading = None  # the task reading listings from disk
 
     @property
     def skills(self):
@@ -12418,12 +12500,8 @@ class Aggregator(Source):
         self.namespace = Namespace(namespace, separator, config_path, log)
         self.manager_tools = manager_tools
         self.eager = eager
-        self.reload_config = reload
         self.config_path = config_path
         self.cache_dir = cache_dir or user_cache_dir()
-        self.local = list(local)
-        self.local_key = local_key  # the config's own part, to tell whether a reload changed it
-        self.upstreams = {}     # id -> Upstream, of the active namespace, in config order
         self._tools = {}        # listed name -> ("local", source, name) / ("upstream", Upstream, name) / ("manager", name)
         self._denied = {}       # name -> why: tools a permission leaves out (calls get TOOL_DENIED)
         self._uris = {}         # resource uri -> Upstream
@@ -12439,6 +12517,18 @@ class Aggregator(Source):
                                            self.namespace.manager_name("servers_start"))
         self.upstream_skills = UpstreamSkills(self.namespace, log, lambda: self.upstreams, self._active, self._discover,
                                               lambda: self.local)
+        self.config = ConfigReload(reload, local, local_key, self.namespace, log, config_path, self.watch.mark,
+                                   self._new_upstream, self.instances, self.downstream.changed)
+
+    @property
+    def local(self):
+        """The config's own sources (a reload may replace them)."""
+        return self.config.local
+
+    @property
+    def upstreams(self):
+        """id -> Upstream, of the active namespace, in config order (a reload replaces them)."""
+        return self.config.upstreams
 
     def _new_upstream(self, spec: UpstreamSpec) -> Upstream:
         return Upstream(spec.listed(), self.runner, self.log, self.downstream, self.cache_dir,
@@ -12515,9 +12605,7 @@ class Aggregator(Source):
     def start(self, events):
         """Hand the events to the local sources and begin background work (watch, health)."""
         self.events = events
-        for source in self.local:
-            source.start(events)
-        self.upstreams = {sid: self._started_with(sid, spec) for sid, spec in self._specs.items()}
+        self.config.start(events, {sid: self._started_with(sid, spec) for sid, spec in self._specs.items()})
         self.watch.start()
 
     def _started_with(self, sid, spec):
@@ -12919,57 +13007,8 @@ class Aggregator(Source):
     # -- reload ---------------------------------------------------------------------------
 
     async def reload(self):
-        """Read the config again; restart only what changed. A bad file changes nothing."""
-        if not self.reload_config:
-            raise ConfigError("this server was not started from a config file")
-        while self._reloading and not self._reloading.done():
-            await asyncio.wait([self._reloading])
-        self._reloading = asyncio.ensure_future(self._reload())
-        return await asyncio.shield(self._reloading)
-
-    async def _reload(self):
-        self.watch.mark()
-        local, plan, local_key = self.reload_config()
-        error = select_namespace(plan.namespaces, self.namespace.requested, plan.default, plan.default_key)[2]
-        if error and not self.namespace.refusal:
-            raise ConfigError("%s: %s; the configuration in use stays as it was" % (self.config_path, error))
-        local_changed = local_key != self.local_key
-        if local_changed:
-            for source in self.local:
-                await source.close()
-            self.local, self.local_key = list(local), local_key
-            for source in self.local:
-                source.start(self.events)
-        specs = self.namespace.apply(plan)
-        old, new = self.upstreams, {}
-        report = plan_changes({sid: getattr(upstream.spec, "origin", upstream.spec) for sid, upstream in old.items()},
-                              specs)
-        if local_changed:
-            report["localToolsReloaded"] = True
-        for sid, spec in specs.items():
-            upstream = old.get(sid)
-            if not upstream:
-                new[sid] = self._new_upstream(spec)
-            elif sid in report["restarted"]:
-                running = upstream.state == "running"
-                await upstream.stop("its configuration changed")
-                fresh = new[sid] = self._new_upstream(spec)
-                fresh.stays_stopped_as(upstream)  # servers_stop holds across reloads
-                if running and fresh.usable() and not upstream.user_stopped:
-                    fresh.start(wait_backoff=False)
-            else:
-                upstream.update(spec.listed())
-                new[sid] = upstream
-        for sid in report["removed"]:
-            await old[sid].stop("it was removed from the config")
-        self.instances.stop_servers(report["removed"] + report["restarted"], "its configuration changed")
-        self.upstreams = new
-        report["namespace"] = self.namespace.name
-        if self.namespace.refusal:
-            report["error"] = self.namespace.refusal.message
-        self.log.debug("config reloaded: %s", json.dumps(report))
-        self.downstream.changed()
-        return report
+        """Read the config again (ConfigReload): the report of what changed."""
+        return await self.config.reload()
 
 
 def aggregator_for(local, info, load, path, runner, log, options, script_options, admits=None, metrics=None,

@@ -1119,8 +1119,9 @@ class SectionTests(unittest.TestCase):
         "OAuthClient": "OAuth 2.1 for URL upstreams", "InputBridge": "Input on the way", "Upstream": "Upstreams",
         "McpClient": "Upstreams", "_HttpChannel": "Upstreams", "BackChannel": "Upstreams",
         "ManagerTools": "Aggregator", "UpstreamSkills": "Aggregator", "IsolatedInstances": "Aggregator",
-        "Aggregator": "Aggregator", "Server": "Server", "serve_stdio": "Server", "SignIn": "Sign-in",
-        "HttpServer": "Streamable HTTP", "SignInGate": "Streamable HTTP", "parse_command_line": "Command line", "_build_server": "Command line",
+        "ConfigReload": "Aggregator", "Aggregator": "Aggregator", "Server": "Server", "serve_stdio": "Server",
+        "SignIn": "Sign-in", "HttpServer": "Streamable HTTP", "SignInGate": "Streamable HTTP",
+        "parse_command_line": "Command line", "_build_server": "Command line",
         "check_config": "Tools for people", "init_config": "Tools for people", "print_status": "Tools for people",
         "inspect_command": "Tools for people", "Board": "tui", "main": "main",
     }
@@ -1474,7 +1475,7 @@ class ConstructionTests(unittest.TestCase):
         self.assertEqual(sorted(found - set(self.PARENT_HOLDERS)), [])
         self.assertEqual(sorted(set(self.PARENT_HOLDERS) - found), [])
         self.assertLessEqual(parents | {"ManagerTools", "UpstreamSkills", "BackChannel", "ServerTasks", "ListenStream",
-                                        "_UpstreamProtocol", "Drain"}, constructed)
+                                        "_UpstreamProtocol", "Drain", "ConfigReload"}, constructed)
 
     def test_sources_are_never_probed(self):
         # No hasattr anywhere but on the interpreter's own sys.stdout; the catalog and the server never ask a
@@ -13833,6 +13834,28 @@ class HttpUpstreamTests(ScratchDir):
             server.request("resources/unsubscribe", {"uri": "fake://new/info"})
             self.assertTrue(wait_until(lambda: "resourceSubscriptions" not in listened()[-1]))
 
+    def test_a_listen_ended_unanswered_is_opened_again(self):
+        # A URL server that ends a subscriptions/listen stream without answering it fails that request with -32008
+        # (answer lost), which means the server may still run: mcpstudio opens the listen again after LISTEN_AGAIN
+        # (only "not running" and the like stop it for good), and a change sent on the new stream reaches the client.
+        upstream = ListeningHttpServer()
+        self.addCleanup(upstream.close)
+        with self.aggregator({"live": {"url": upstream.url, "protocolVersion": "2026-07-28"}}) as server:
+            server.initialize()
+            self.assertEqual([t["name"] for t in server.request("tools/list")["result"]["tools"]
+                              if t["name"].startswith("live__")], ["live__ping"], server.context())
+            self.assertTrue(wait_until(lambda: len(upstream.listens) == 2, WAIT + mcpstudio.LISTEN_AGAIN),
+                            "listens: %s%s" % (upstream.listens, server.context()))
+            lines = server.call("mcpstudio__server_logs", {"server_id": "live"})["structuredContent"]["lines"]
+            self.assertIn("subscriptions/listen failed: server `live` closed its event stream of subscriptions/listen "
+                          "before it answered", "\n".join(lines))
+            before = len(server.notifications_of("notifications/tools/list_changed"))
+            upstream.change("added")
+            self.assertTrue(wait_until(lambda: len(server.notifications_of("notifications/tools/list_changed")) > before),
+                            server.context())
+            self.assertIn("live__added", [t["name"] for t in server.request("tools/list")["result"]["tools"]])
+            self.assertEqual(len(upstream.listens), 2)  # the open listen stayed open
+
     @unittest.skipUnless(shutil.which("openssl"), "openssl is needed to make a test certificate")
     def test_tls_through_an_https_proxy(self):
         key, cert = os.path.join(self.dir, "key.pem"), os.path.join(self.dir, "cert.pem")
@@ -16412,6 +16435,81 @@ class PollingHttpServer(ThreadedHttpServer):
                 self.wfile.write(data)
 
         self.serve(Handler)
+
+
+class ListeningHttpServer(ThreadedHttpServer):
+    """A 2026-07-28 server over HTTP (no initialize: server/discover, then requests that carry `_meta`) with one tool
+    and tools list changes to listen for. Its first `subscriptions/listen` stream ends after the acknowledgement,
+    unanswered; later ones stay open, carrying what `change(tool)` sends. `listens` holds each listen's request id.
+    Runs in threads of this test process."""
+
+    def __init__(self):
+        import http.server
+        import queue
+        owner = self
+        self.listens, self.tools, self.outbox = [], ["ping"], queue.Queue()
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def reply(self, status, body=None):
+                data = json.dumps(body).encode() if body is not None else b""
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def event(self, message):
+                self.wfile.write(b"data: " + json.dumps(message).encode() + b"\n\n")
+                self.wfile.flush()
+
+            def do_GET(self):
+                self.reply(405)
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                method, request_id = body.get("method"), body.get("id")
+                if request_id is None:
+                    self.reply(202)
+                elif method == "server/discover":
+                    self.reply(200, {"jsonrpc": "2.0", "id": request_id, "result": {
+                        "resultType": "complete", "supportedVersions": ["2026-07-28"], "ttlMs": 0,
+                        "cacheScope": "public", "capabilities": {"tools": {"listChanged": True}},
+                        "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "listening", "version": "1"}}}})
+                elif method == "tools/list":
+                    self.reply(200, {"jsonrpc": "2.0", "id": request_id, "result": {"tools": [
+                        {"name": name, "inputSchema": {"type": "object"}} for name in list(owner.tools)]}})
+                elif method == "subscriptions/listen":
+                    owner.listens.append(request_id)
+                    self.send_response(200)  # an event stream without a length: it lasts until the connection ends
+                    self.send_header("Content-Type", "text/event-stream")
+                    self.end_headers()
+                    self.event({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged", "params": {
+                        "_meta": {"io.modelcontextprotocol/subscriptionId": request_id},
+                        "notifications": body["params"].get("notifications")}})
+                    if len(owner.listens) == 1:
+                        return  # the stream ends here, the listen unanswered
+                    message = owner.outbox.get()
+                    while message is not None:
+                        self.event(dict(message, params={
+                            "_meta": {"io.modelcontextprotocol/subscriptionId": request_id}}))
+                        message = owner.outbox.get()
+                else:
+                    self.reply(200, {"jsonrpc": "2.0", "id": request_id, "error": {"code": -32601, "message": "no"}})
+
+        self.serve(Handler)
+        self.url = "http://127.0.0.1:%d/mcp" % self.port
+
+    def change(self, tool):
+        """Add `tool`, and say so on the open listen stream."""
+        self.tools.append(tool)
+        self.outbox.put({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+
+    def close(self):
+        self.outbox.put(None)  # the open listen stream ends
+        super().close()
 
 
 class ConnectProxy(ThreadedHttpServer):
