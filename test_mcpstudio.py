@@ -956,15 +956,21 @@ class DocsTests(unittest.TestCase):
         # `disable` from --help).
         with open(os.path.join(HERE, "docs", "cli.md"), encoding="utf-8") as f:
             page = f.read()
-        usages = {"docs/cli.md": page.split("```\n", 2)[1],
+        usages = {"docs/cli.md": re.search(r"^## Usage and options\n\n```\n(.*?)^```", page, re.M | re.S).group(1),
                   "--help": self.mcpstudio(["--help"]).stdout.split("\n\n", 1)[0]}
         listed = page.split("A first word that is exactly", 1)[1].split("selects that subcommand", 1)[0]
         self.assertIn("`serve`", listed)
         self.assertIn("usage: mcpstudio", usages["--help"])
+
+        def subcommands(usage):  # the words in each line's subcommand place: `serve|check`, `secrets`, not `set|list`
+            lines = (re.match(r"(?:usage: +| +)?(?:python3 )?mcpstudio(?:\.py)? (?:\[OPTIONS\] )?([a-z|]+)(?: |$)", line)
+                     for line in usage.splitlines())
+            return sorted(word for found in lines if found for word in found.group(1).split("|"))
         missing = ["docs/cli.md list: %s" % word for word in mcpstudio.SUBCOMMANDS if "`%s`" % word not in listed]
-        missing += ["%s usage: %s" % (where, word) for where, usage in usages.items() for word in mcpstudio.SUBCOMMANDS
-                    if not re.search(r"(?<![\w-])%s(?![\w-])" % word, usage)]
         self.assertEqual(missing, [])
+        for where, usage in usages.items():
+            with self.subTest(usage=where):
+                self.assertEqual(subcommands(usage), sorted(mcpstudio.SUBCOMMANDS))
 
     def test_client_files_table_is_where_install_writes(self):
         # docs/cli.md's table of client files (Linux / macOS / Windows, and the variable that moves each) names the
@@ -1063,15 +1069,22 @@ class DocsTests(unittest.TestCase):
             checked += 1
         self.assertGreaterEqual(checked, 9)
 
-    @unittest.skipUnless(shutil.which("jq"), "jq is not installed")
     def test_stdin_examples_serve_and_feed_stdin(self):
-        # The `--stdin` example of --help and of docs/cli.md's option table is a template mcpstudio serves, and a
-        # call feeds the command its stdin (both once showed `jq {filter}`, which startup refuses: a filter is code).
+        # The `--stdin` example of --help and of docs/cli.md's option table is a template mcpstudio serves (both
+        # once showed `jq {filter}`, which startup refuses: a filter is code), and where jq is installed a call
+        # feeds the command its stdin.
         lines = [line.strip() for line in self.mcpstudio(["--help"]).stdout.splitlines()]
         examples = {"--help": next(line for line in lines if line.startswith("--stdin TEXT")).split("e.g. ", 1)[1]}
         with open(os.path.join(HERE, "docs", "cli.md"), encoding="utf-8") as f:
             row = next(line for line in f if line.startswith("| `--stdin TEXT` |"))
         examples["docs/cli.md"] = re.search(r"`(--stdin [\"'][^`]+)`", row).group(1)  # (not the `--stdin TEXT` cell)
+        for where, example in examples.items():
+            with self.subTest(where=where, example=example):
+                proc = self.mcpstudio(["inspect"] + shlex.split(example))
+                self.assertEqual(proc.returncode, 0, proc.stderr)
+                self.assertIn("with `{json}` on stdin", proc.stdout)
+        if not shutil.which("jq"):
+            self.skipTest("jq is not installed: the examples are served, but not called")
         for where, example in examples.items():
             with self.subTest(where=where, example=example):
                 proc = self.mcpstudio(["call", "jq", 'json={"a": 5}', "k=a"] + shlex.split(example))
@@ -2705,6 +2718,7 @@ class ValidateTests(unittest.TestCase):
             "mode": {"enum": ["fast", "slow"]},
             "any": {},
             "initial": {"type": "string", "minLength": 1, "maxLength": 1},
+            "pair": {"type": "array", "maxItems": 1},
         },
         "required": ["name"],
         "additionalProperties": False,
@@ -2743,6 +2757,9 @@ class ValidateTests(unittest.TestCase):
 
     def test_not_an_object(self):
         self.assertEqual(validate([1], {"type": "object"}), ["the value must be object, not array"])
+
+    def test_a_limit_of_one_is_singular(self):
+        self.assertEqual(validate({"name": "ab", "pair": [1, 2]}, self.SCHEMA), ["`pair` must have at most 1 item"])
 
 
 class OptionInjectionTests(ScratchDir):
