@@ -10416,6 +10416,7 @@ class RpcClient:
     channel = None
     next_id = 0
     meta = None  # added to every request's _meta (a 2026-07-28 server), or None
+    ended = None  # what fail_all told the waiting requests when the last channel ended, until the next attach
 
     def __init__(self, name, on_message, note):
         self.name = name              # the server's id, for error messages
@@ -10426,7 +10427,7 @@ class RpcClient:
 
     def attach(self, channel):
         """Talk through `channel` from now on (a new start or connection); return it."""
-        self.channel = channel
+        self.channel, self.ended = channel, None
         return channel
 
     def detach(self, channel):
@@ -10452,8 +10453,8 @@ class RpcClient:
             self.causes[request_id] = cause
         future = asyncio.get_running_loop().create_future()
         channel = self.channel
-        if not channel or channel.reason is not None:  # it ended before we asked
-            future.set_exception(UpstreamError(SERVER_NOT_RUNNING, "server `%s` %s" % (
+        if not channel or channel.reason is not None:  # it ended before we asked (a task's poll, while it slept)
+            future.set_exception(UpstreamError(SERVER_NOT_RUNNING, self.ended or "server `%s` %s" % (
                 self.name, channel.reason if channel else "is not running"), {"server": self.name}))
         else:
             if self.meta is not None:  # 2026-07-28: every request says its version and capabilities
@@ -10500,7 +10501,9 @@ class RpcClient:
             future.set_exception(UpstreamError(code, text, {"server": self.name}))
 
     def fail_all(self, code, text):
-        """Fail every waiting request at once (the server ended or was stopped)."""
+        """Fail every waiting request at once (the server ended or was stopped); a request made later, before
+        the next start, is told the same."""
+        self.ended = text
         for request_id in list(self.pending):
             self.fail(request_id, code, text)
         self.pending.clear()

@@ -8005,6 +8005,34 @@ class AggregatorTaskTests(AggregatorCase):
             if sys.platform.startswith("linux"):
                 self.assertTrue(wait_until(lambda: not processes_with("cancel-through")))
 
+    def test_an_upstream_that_dies_under_a_task_is_named_as_a_call_names_it(self):
+        # The upstream is killed while mcpstudio's task polls the upstream's own task: the task fails with what
+        # a plain call is told (how it ended; it restarts on the next call), not "is not running" (the poll
+        # made while the server was gone), and nothing it ran is left.
+        path = os.path.join(self.dir, "agg.json")
+        with open(path, "w") as f:
+            json.dump({"mcpServers": {"jobs": {"command": PY, "args": SERVER[1:] + ["serve", "--config", TASKS_CONFIG]}}}, f)
+        with McpProcess("serve", "--config", path, env=self.env) as server:
+            server.initialize()
+            created = server.request("tools/call", {"name": "jobs__slow_compute", "task": {},
+                                                    "arguments": {"seconds": 60, "label": "killed-under"}})
+            task_id = created["result"]["task"]["taskId"]
+            servers = server.call("mcpstudio__servers_list", {})["structuredContent"]["servers"]
+            pid = servers[0]["pid"]
+            time.sleep(1.5)  # the task is polled (tasks/get) and sleeps between polls
+            os.kill(pid, getattr(signal, "SIGKILL", signal.SIGTERM))
+            self.assertTrue(wait_until(lambda: server.request("tasks/get", {"taskId": task_id})["result"]["status"]
+                                       == "failed", 15))
+            message = server.request("tasks/get", {"taskId": task_id})["result"]["statusMessage"]
+            self.assertNotIn("is not running", message)
+            self.assertTrue(message.startswith("server `jobs` "), message)
+            self.assertTrue(message.endswith("; it restarts on the next call"), message)
+            if os.name == "posix":
+                self.assertIn("was killed by SIGKILL", message)
+            result = server.request("tasks/result", {"taskId": task_id})["result"]
+            self.assertEqual(text_of(result), message)
+            if sys.platform.startswith("linux"):
+                self.assertTrue(wait_until(lambda: not processes_with("killed-under")))
 
     def test_a_2026_upstreams_own_task_is_polled_inside_mcpstudios(self):
         # A 2026-07-28 client that declares the tasks extension, an upstream (another mcpstudio, which speaks
