@@ -13377,7 +13377,11 @@ class Server:
         if ctx.modern and not ctx.declared(TASKS_EXTENSION):
             raise McpError(MISSING_CAPABILITY, "tasks/* needs the %s extension in the request's client "
                            "capabilities" % TASKS_EXTENSION, _NEEDS_TASKS)
-        return self.tasks.get(params.get("taskId"), ctx)
+        if not isinstance(params.get("taskId"), str):
+            raise _invalid_params("`taskId` %s: give the task's id, the `taskId` that the task-augmented tools/call "
+                                  "answered (tasks/list lists them)" % ("is missing" if params.get("taskId") is None
+                                                                        else "must be a string"))
+        return self.tasks.get(params["taskId"], ctx)
 
     def tasks_get(self, params, ctx):
         """`tasks/get`: the task; in 2026-07-28 with its result or error inlined once it has one."""

@@ -7762,6 +7762,11 @@ class TaskTests(ScratchDir):
                 reply = server.request(method, {"taskId": "0" * 32})
                 self.assertEqual(reply["error"]["code"], -32602, reply)
                 self.assertIn("Unknown task", reply["error"]["message"])
+                for params, problem in (({}, "`taskId` is missing"), ({"taskId": 7}, "`taskId` must be a string")):
+                    reply = server.request(method, params)  # not "Unknown task: null": which key, and where it is
+                    self.assertEqual(reply["error"]["code"], -32602, reply)
+                    self.assertIn(problem + ": give the task's id, the `taskId` that the task-augmented tools/call "
+                                  "answered", reply["error"]["message"])
             self.assertEqual(server.request("tasks/list", {"cursor": "nope"})["error"]["code"], -32602)
 
     @unittest.skipUnless(sys.platform.startswith("linux"), "walks /proc")
