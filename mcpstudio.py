@@ -13314,12 +13314,15 @@ class Server:
             return await call
         ttl = _object(asked).get("ttl", TASK_TTL_MS)
         whole = type(ttl) is int or (type(ttl) is float and ttl.is_integer())  # not NaN, not infinite
+        if support == "forbidden":  # -32601 as the spec asks, so not "Invalid params: ..."
+            call.close()
+            raise McpError(METHOD_NOT_FOUND, "Tool %s does not run as a task (its taskSupport is forbidden): call it "
+                           "without `task` in the params" % name)
         problem = ("`task` must be an object" if not isinstance(asked, dict) else
-                   "`task.ttl` must be a positive whole number of milliseconds" if not whole or ttl <= 0 else
-                   "tool %s does not run as a task: call it without `task`" % name if support == "forbidden" else None)
+                   "`task.ttl` must be a positive whole number of milliseconds" if not whole or ttl <= 0 else None)
         if problem:
             call.close()
-            raise McpError(METHOD_NOT_FOUND if support == "forbidden" else INVALID_PARAMS, "Invalid params: " + problem)
+            raise _invalid_params(problem)
         task = self.tasks.start(call, ctx, min(int(ttl), TASK_MAX_TTL_MS), self._status_changed)
         self.log.debug("tool %s runs as task %s", name, task.id)
         return {"task": task.wire()}

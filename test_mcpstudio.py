@@ -7810,8 +7810,9 @@ class TaskTests(ScratchDir):
             server.initialize()
             self.assertNotIn("execution", server.request("tools/list")["result"]["tools"][0])
             reply = self.task_call(server, "echo", {"message": "hi"})
-            self.assertEqual(reply["error"]["code"], -32601)
-            self.assertIn("does not run as a task", reply["error"]["message"])
+            self.assertEqual(reply["error"]["code"], -32601)  # Method not found, which "Invalid params: ..." is not
+            self.assertEqual(reply["error"]["message"], "Tool echo does not run as a task (its taskSupport is "
+                             "forbidden): call it without `task` in the params")
         proc = subprocess.run(SERVER + ["--task-support", "sometimes", "echo", "{m}"], capture_output=True, text=True,
                               timeout=WAIT, stdin=subprocess.DEVNULL)
         self.assertEqual(proc.returncode, 2)
