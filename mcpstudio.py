@@ -5874,12 +5874,13 @@ class SkillFolders(Source):
 
     # -- the folders ------------------------------------------------------------
 
-    def look(self):
-        """Walk every root: the skills it serves (self.found) and the skills it refuses (self.problems)."""
+    def look(self, announce=True):
+        """Walk every root: the skills it serves (self.found) and the skills it refuses (self.problems), each
+        refusal named on stderr once (unless not `announce`: `check` prints them itself)."""
         with self._lock:  # one look at a time: the start's and a first listing's may overlap
-            return self._look()
+            return self._look(announce)
 
-    def _look(self):
+    def _look(self, announce):
         found, problems = {}, {}
         for root in self.roots:
             base = os.path.dirname(root) if os.path.isfile(os.path.join(root, "SKILL.md")) else root
@@ -5899,7 +5900,7 @@ class SkillFolders(Source):
                 else:
                     found[path] = checked
         for skill_md, problem in problems.items():
-            if self.problems.get(skill_md) != problem:
+            if announce and self.problems.get(skill_md) != problem:
                 self.log.error("skills: %s: %s; this skill is not served", skill_md, problem)
         self.found, self.problems = found, problems
         return found
@@ -17324,7 +17325,7 @@ def check_config(path, log: Log, options):
             print("\nscripts: %s (discovered when served)" % source.root)
             continue
         if isinstance(source, SkillFolders):
-            found = source.look()
+            found = source.look(announce=False)  # each refusal once, in the list below, not on stderr too
             print("\nskills in %s:" % ", ".join(source.roots))
             for skill, (_, _, frontmatter, files) in sorted(found.items()):
                 print("  %-32s %3d files %9d bytes  %s" % (skill, len(files), sum(st.st_size for _, st in files.values()),

@@ -7229,6 +7229,7 @@ class SkillsTests(ScratchDir):
         self.assertEqual(out.returncode, 1, out.stdout + out.stderr)
         for name in BAD_SKILLS:
             self.assertIn("not served: %s" % os.path.join(self.root, name, "SKILL.md"), out.stdout)
+            self.assertNotIn(os.path.join(self.root, name, "SKILL.md"), out.stderr)  # once, in the list, not twice
         for path in self.good:
             self.assertIn(path, out.stdout)
         out = subprocess.run(SERVER + ["check", "--skills", os.path.join(HERE, "examples", "skills")],
