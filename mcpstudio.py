@@ -2080,6 +2080,8 @@ def parse_frontmatter(text):
     """A SKILL.md's frontmatter as JSON-ready values; FrontmatterError outside the subset."""
     lines, first = split_frontmatter(text)
     value = _Yaml(lines, first).document()
+    if value is None and not any(line.strip() and not line.lstrip().startswith("#") for line in lines):
+        raise FrontmatterError("the frontmatter is empty; give it `name` and `description` lines", first)
     if not isinstance(value, dict):
         raise FrontmatterError("the frontmatter must be `key: value` lines", first)
     return value
@@ -5927,11 +5929,16 @@ class SkillFolders(Source):
             return "frontmatter %s; write it in the YAML subset docs/skills.md shows" % header
         name, description = header.get("name"), header.get("description")
         last = path.rsplit("/", 1)[-1]
+        if name is None:
+            return "the frontmatter has no `name`; add `name: %s` (the name of its folder)" % last
         if not isinstance(name, str) or not re.fullmatch(_SKILL_NAME, name):
             return ("`name` %s breaks the Agent Skills naming rules (1-64 lowercase letters, digits and single "
                     "hyphens, none at either end); give the skill and its folder such a name" % json.dumps(name))
         if name != last:
             return "`name` %s differs from its folder `%s`; make them the same" % (json.dumps(name), last)
+        if description is None:
+            return ("the frontmatter has no `description`; add one (1 to 1024 characters) that says what the skill "
+                    "does and when to use it")
         if not isinstance(description, str) or not 0 < len(description) <= 1024:
             return "`description` must be text of 1 to 1024 characters; say what the skill does and when to use it"
         files = self.files(folder, root)

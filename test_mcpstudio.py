@@ -3438,7 +3438,8 @@ class FrontmatterTests(unittest.TestCase):
         # The frontmatter sits between a first `---` line and the next one (CRLF and a BOM allowed).
         self.assertEqual(mcpstudio.parse_frontmatter("\ufeff---\r\nname: x\r\n---  \r\nbody"), {"name": "x"})
         for text, reason in (("name: x\n", "must begin"), ("---\nname: x\n", "no closing"),
-                             ("---\n---\n", "`key: value` lines")):
+                             ("---\n---\n", "the frontmatter is empty; give it `name` and `description`"),
+                             ("---\n# a note\n\n---\n", "is empty"), ("---\n~\n---\n", "expected `key: value`")):
             with self.subTest(text=text), self.assertRaisesRegex(mcpstudio.FrontmatterError, reason):
                 mcpstudio.parse_frontmatter(text)
 
@@ -7046,6 +7047,7 @@ def skill_tree(root) -> dict:
     write_skill(root, "other-folder", "name: not-the-folder\ndescription: x")
     write_skill(root, "anchors", "name: anchors\ndescription: &d x\nother: *d")
     write_skill(root, "no-description", "name: no-description")
+    write_skill(root, "no-name", "description: x")
     write_skill(root, "too-many", "name: too-many\ndescription: x",
                 files={"f%03d.txt" % i: b"x" for i in range(mcpstudio.SKILL_MAX_FILES)})
     write_skill(root, ".hidden-skill", "name: hidden-skill\ndescription: x")
@@ -7054,7 +7056,9 @@ def skill_tree(root) -> dict:
 
 BAD_SKILLS = {"no-frontmatter": "must begin with a `---` line", "Bad_Name": "naming rules",
               "other-folder": "differs from its folder", "anchors": "anchors are not supported",
-              "no-description": "`description`", "too-many": "past the limits"}
+              "no-description": "the frontmatter has no `description`; add one (1 to 1024 characters) that says",
+              "no-name": "the frontmatter has no `name`; add `name: no-name` (the name of its folder)",
+              "too-many": "past the limits"}
 
 
 class SkillsTests(ScratchDir):
