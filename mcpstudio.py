@@ -12027,6 +12027,11 @@ def skill_uri(server_id, uri):
     return "skill://%s/%s" % (server_id, uri[8:]) if isinstance(uri, str) and uri[:8] == "skill://" else uri
 
 
+def skill_text(server_id, text):
+    """A server's text (a prompt, an error message) with every skill:// URI in it as the aggregator serves it."""
+    return text.replace("skill://", "skill://%s/" % server_id) if isinstance(text, str) else text
+
+
 class UpstreamSkills:
     """Skills of the servers that declare the skills extension, asked of a server when a client asks (never ahead),
     under skill://<server id>/...; the config's own skills beside them."""
@@ -12054,10 +12059,21 @@ class UpstreamSkills:
                                   for r in entry["resources"]]
         return entry
 
+    @staticmethod
+    async def forward(upstream, method, params, ctx):
+        """`method` of a server's skill URI (params["uri"], its own): its errors name the URIs the client knows."""
+        try:
+            return await upstream.forward(method, params, ctx)
+        except McpError as exc:
+            data = exc.data
+            if isinstance(data, dict) and "uri" in data:
+                data = dict(data, uri=skill_uri(upstream.spec.id, data["uri"]))
+            raise type(exc)(exc.code, skill_text(upstream.spec.id, exc.message), data) from None
+
     async def _pages(self, upstream, method, params, key):
         items, cursor = [], None
         for _ in range(1000):
-            result = await upstream.forward(method, dict(params, cursor=cursor) if cursor else params, None)
+            result = await self.forward(upstream, method, dict(params, cursor=cursor) if cursor else params, None)
             items.extend(result.get(key) or ())
             cursor = result.get("nextCursor")
             if not cursor:
@@ -12102,7 +12118,7 @@ class UpstreamSkills:
         route = await self.route(uri)
         if not route:
             return await self._local("get_skill", uri)
-        entry = self._entry(route[0], (await route[0].forward("skills/get", {"uri": route[1]}, None)).get("skill"))
+        entry = self._entry(route[0], (await self.forward(route[0], "skills/get", {"uri": route[1]}, None)).get("skill"))
         if entry is None or entry["uri"] != uri:
             raise _no_skill(uri)
         return entry
@@ -12827,7 +12843,7 @@ class Aggregator(Source):
         """Route a read to the upstream that lists `uri` or a matching template."""
         route = await self.upstream_skills.route(uri)
         if route:  # a server's skill file: its bytes, under the URI the client asked for
-            result = await route[0].forward("resources/read", {"uri": route[1]}, ctx)
+            result = await self.upstream_skills.forward(route[0], "resources/read", {"uri": route[1]}, ctx)
             return dict(result, contents=[dict(c, uri=uri) if isinstance(c, dict) else c
                                           for c in result.get("contents") or ()])
         for source in self.local:
@@ -12875,8 +12891,26 @@ class Aggregator(Source):
         route = self._prompt_routes.get(name)
         if not route:
             raise McpError(INVALID_PARAMS, "Unknown prompt: %s" % name)
-        return await self.bridge.forward(await self._own(self._upstream(route[0]), ctx), "prompts/get",
-                                         {"name": route[1], "arguments": arguments}, ctx)
+        upstream = await self._own(self._upstream(route[0]), ctx)
+        result = await self.bridge.forward(upstream, "prompts/get", {"name": route[1], "arguments": arguments}, ctx)
+        if not isinstance((upstream.known() or {}).get("skills"), dict) or not isinstance(result.get("messages"), list):
+            return result
+        # A server whose skills are served under skill://<id>/: the URIs its prompts name (a skill's prompt
+        # lists its files) are the ones a client reads here.
+        return dict(result, messages=[dict(m, content=self._served_content(upstream.spec.id, m["content"]))
+                                      if isinstance(m, dict) and isinstance(m.get("content"), dict) else m
+                                      for m in result["messages"]])
+
+    @staticmethod
+    def _served_content(server_id, content):
+        """A prompt message's content of a server whose skills are served under skill://<server id>/."""
+        if content.get("type") == "text":
+            return dict(content, text=skill_text(server_id, content.get("text")))
+        if content.get("type") == "resource_link":
+            return dict(content, uri=skill_uri(server_id, content.get("uri")))
+        if content.get("type") == "resource" and isinstance(content.get("resource"), dict):
+            return dict(content, resource=dict(content["resource"], uri=skill_uri(server_id, content["resource"].get("uri"))))
+        return content
 
     async def subscribe(self, method, uri, ctx):
         """Pass `resources/subscribe` or `unsubscribe` to the server that lists `uri`; None if none does."""

@@ -7425,6 +7425,28 @@ class SkillsAggregatorTests(ScratchDir):
                 reply = server.request(method, {"uri": "skill://team/acme/billing/refunds/SKILL.md"})
                 self.assertEqual(reply["error"]["code"], -32602, reply)
 
+    def test_a_skills_prompt_and_errors_name_the_uris_served_here(self):
+        # The upstream's prompt of a skill lists its files, and its errors name URIs, as the upstream serves them
+        # (skill://forms/...): through the aggregator they are skill://team/forms/..., the URIs a client reads here.
+        with McpProcess("serve", "--config", self.config(), env=self.env) as server:
+            server.initialize()
+            prompts = {p["title"]: p["name"] for p in server.request("prompts/list")["result"]["prompts"]}
+            text = server.request("prompts/get", {"name": prompts["forms"]})["result"]["messages"][0]["content"]["text"]
+            self.assertIn("served by mcpstudio as skill://team/forms/SKILL.md", text)
+            self.assertNotIn("skill://forms/", text)
+            files = [line[2:] for line in text.splitlines() if line.startswith("- skill://")]
+            self.assertIn("skill://team/forms/SKILL.md", files)
+            for uri in files:
+                self.assertIn("result", server.request("resources/read", {"uri": uri}), uri)
+            for method, uri, said in (("skills/get", "skill://team/forms", "no skill is served at skill://team/forms "),
+                                      ("resources/read", "skill://team/forms/nope.md",
+                                       "skill://team/forms/nope.md is not a file of the skill forms")):
+                with self.subTest(uri=uri):
+                    error = server.request(method, {"uri": uri})["error"]
+                    self.assertEqual(error["code"], -32602)
+                    self.assertIn(said, error["message"])
+                    self.assertEqual(error["data"]["uri"], uri)
+
 
 class McpdSamplesTests(ScratchDir):
     """mcpd's own sample scripts, as written for mcpd, give the results mcpd gives (issue 13)."""
