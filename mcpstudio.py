@@ -12873,9 +12873,14 @@ class Aggregator(Source):
         return await self.upstream_skills.read_directory(uri)
 
     async def list_prompts(self):
-        """Every upstream's prompts."""
+        """The config's own prompts (its skills'), then every upstream's."""
         await self._discover()
         listing, table = [], {}
+        for source in self.local:
+            if source.prompts:
+                for prompt in await source.list_prompts():
+                    table[prompt["name"]] = (source, prompt["name"])
+                    listing.append(prompt)
         for upstream in self._active():
             for prompt in upstream.known_items("prompts"):
                 name = upstream.spec.public_name(prompt["name"], self.separator)
@@ -12891,6 +12896,8 @@ class Aggregator(Source):
         route = self._prompt_routes.get(name)
         if not route:
             raise McpError(INVALID_PARAMS, "Unknown prompt: %s" % name)
+        if not isinstance(route[0], str):  # a local source's
+            return await route[0].get_prompt(route[1], arguments, ctx)
         upstream = await self._own(self._upstream(route[0]), ctx)
         result = await self.bridge.forward(upstream, "prompts/get", {"name": route[1], "arguments": arguments}, ctx)
         if not isinstance((upstream.known() or {}).get("skills"), dict) or not isinstance(result.get("messages"), list):
@@ -12929,6 +12936,8 @@ class Aggregator(Source):
         names, under its own name; None when no upstream does."""
         if ref["type"] == "ref/prompt":
             route = self._prompt_routes.get(ref.get("name"))
+            if route and not isinstance(route[0], str):  # a local source's prompt (a skill's: no arguments)
+                return await route[0].complete(dict(ref, name=route[1]), params, ctx)
             upstream, ref = (self._upstream(route[0]), dict(ref, name=route[1])) if route else (None, ref)
         else:
             uri = ref.get("uri")

@@ -7425,6 +7425,26 @@ class SkillsAggregatorTests(ScratchDir):
                 reply = server.request(method, {"uri": "skill://team/acme/billing/refunds/SKILL.md"})
                 self.assertEqual(reply["error"]["code"], -32602, reply)
 
+    def test_the_configs_own_skills_are_prompts_beside_its_servers(self):
+        # A config with servers and skills of its own: its skills are prompts (on by default), beside the
+        # servers' prompts, and prompts/get of one answers its SKILL.md (the aggregator listed only its servers').
+        mine = os.path.join(self.dir, "mine")
+        write_skill(mine, "deploy", "name: deploy\ndescription: How we deploy.", body="Run the deploy.\n")
+        with McpProcess("serve", "--config", self.config(skills=[mine]), env=self.env) as server:
+            server.initialize()
+            prompts = {p["title"]: p["name"] for p in server.request("prompts/list")["result"]["prompts"]}
+            self.assertEqual(prompts["deploy"], "deploy")
+            self.assertTrue(prompts["forms"].startswith("team"), prompts)
+            text = server.request("prompts/get", {"name": "deploy"})["result"]["messages"][0]["content"]["text"]
+            self.assertIn("Run the deploy.", text)
+            self.assertIn("- skill://deploy/SKILL.md", text)
+            done = server.request("completion/complete", {"ref": {"type": "ref/prompt", "name": "deploy"},
+                                                          "argument": {"name": "x", "value": ""}})
+            self.assertEqual(done["error"]["code"], -32602, done)  # no arguments to complete: not a crash
+        with McpProcess("serve", "--config", self.config(skills=[mine], skillPrompts=False), env=self.env) as server:
+            server.initialize()
+            self.assertNotIn("deploy", [p["title"] for p in server.request("prompts/list")["result"]["prompts"]])
+
     def test_a_skills_prompt_and_errors_name_the_uris_served_here(self):
         # The upstream's prompt of a skill lists its files, and its errors name URIs, as the upstream serves them
         # (skill://forms/...): through the aggregator they are skill://team/forms/..., the URIs a client reads here.
