@@ -17708,7 +17708,13 @@ class Board:
 
         async def call():
             try:
-                result = await upstream.forward("tools/call", {"name": tool, "arguments": arguments}, None)
+                await upstream.ready(wait_backoff=False)
+                required = any(t.get("name") == tool and _object(t.get("execution")).get("taskSupport") == "required"
+                               for t in upstream.known_items("tools"))
+                if required and upstream.tasks.runs(tool):  # a plain call would be refused (-32601): its own task
+                    result = await upstream.tasks.call(tool, arguments, None)
+                else:
+                    result = await upstream.forward("tools/call", {"name": tool, "arguments": arguments}, None)
                 out = io.StringIO()
                 _print_content(result.get("content"), out)
                 if result.get("structuredContent") is not None and not out.getvalue():

@@ -18852,6 +18852,25 @@ class TuiTests(AggregatorCase):
         self.assertEqual(tui.close(), 0)
         self.assertTrue(self.all_gone(), "a server the TUI started outlived it")
 
+    def test_a_tool_that_runs_only_as_a_task_is_called_as_one(self):
+        # `c` on a tool whose server lists it taskSupport "required": a plain call is refused (-32601, "call it with
+        # `task` in the params", which no one at the TUI can do), so the TUI runs it as the server's own task.
+        path = self.config({"jobs": {"command": PY, "args": SERVER[1:] + ["serve", "--config", TASKS_CONFIG]}})
+        tui = self.tui(path)
+        tui.wait_for("SERVER", "jobs")
+        tui.press("t")
+        tui.wait_for("jobs is running: 6 tools", timeout=COMPILING)
+        tui.press("\r")
+        tui.wait_for("tools (6):", "failing_job")
+        tui.press("jjc")  # greet, slow_compute, failing_job: no arguments, so called at once
+        tui.wait_for("result of failing_job:", "failing_job failed on purpose", timeout=COMPILING)
+        self.assertNotIn("runs only as a task", tui.text())
+        tui.press("jc")
+        tui.wait_for("name (string")
+        tui.press("Ann\r")
+        tui.wait_for("result of test_tool_with_task:", "Hello, Ann, from a task!", timeout=COMPILING)
+        self.assertEqual(tui.close(), 0)
+
     def test_edits_go_through_the_config(self):
         target = self.config({"good": self.upstream("good"), "other": self.upstream("other")})
         path = os.path.join(self.dir, "link.json")  # edits write through a symlinked config
