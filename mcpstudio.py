@@ -6370,6 +6370,7 @@ class Instance:
 
     def __init__(self, name=None):
         import secrets
+        self.named = bool(name)  # unnamed: a restart takes a new random name, and cannot be told from another instance
         self.name = name or secrets.token_hex(4)
         self.run = secrets.token_hex(3)
 
@@ -6383,6 +6384,10 @@ class Instance:
         parts = key.split(".") if isinstance(key, str) else ()
         if len(parts) != 3 or not INSTANCE_NAME.fullmatch(parts[0]):
             return None
+        if parts[0] != self.name and not self.named:
+            return ("it was made by instance %s, and this is instance %s, named at random at each start: this server "
+                    "restarted since (what the earlier run held is lost), or a load balancer sent it to another instance "
+                    "(give each instance its --http-instance NAME and route by it)" % (parts[0], self.name))
         if parts[0] != self.name:
             return ("it is held by instance %s (the first part of its id), and this is instance %s: the load balancer "
                     "must send it by that prefix (Mcp-Name, Mcp-Session-Id), or instance %s is down and it was lost "

@@ -16270,6 +16270,17 @@ class HttpLeaveTests(ScratchDir):
             status, _, text = again.post({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, session=session)
             self.assertEqual(status, 404)
             self.assertIn("lost when instance a restarted", text)
+        # Without --http-instance a restarted server has a new random name: its old session is not sent to "the load
+        # balancer", which one instance has none of, but told that the server restarted (or was the wrong instance).
+        env = {k: v for k, v in os.environ.items() if k != "MCPSTUDIO_INSTANCE"}
+        with HttpServerProcess("echo", "{m}", env=env) as before:
+            session = before.initialize_session()
+        with HttpServerProcess("echo", "{m}", env=env) as after:
+            status, _, text = after.post({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, session=session)
+            self.assertEqual(status, 404)
+            self.assertIn("named at random at each start: this server restarted since (what the earlier run held is "
+                          "lost), or a load balancer sent it to another instance", text)
+            self.assertNotIn("must send it by that prefix", text)
         proc = subprocess.run(SERVER + ["--http", "127.0.0.1:0", "--http-instance", "a.b", "echo", "{m}"],
                               capture_output=True, text=True, timeout=WAIT, stdin=subprocess.DEVNULL)
         self.assertEqual(proc.returncode, 2)
