@@ -13437,9 +13437,10 @@ class Server:
             raise McpError(MISSING_CAPABILITY, "tasks/* needs the %s extension in the request's client "
                            "capabilities" % TASKS_EXTENSION, _NEEDS_TASKS)
         if not isinstance(params.get("taskId"), str):
-            raise _invalid_params("`taskId` %s: give the task's id, the `taskId` that the task-augmented tools/call "
-                                  "answered (tasks/list lists them)" % ("is missing" if params.get("taskId") is None
-                                                                        else "must be a string"))
+            raise _invalid_params("`taskId` %s: give the task's id, the `taskId` that %s" % (
+                "is missing" if params.get("taskId") is None else "must be a string",
+                "the tools/call answered with its resultType \"task\"" if ctx.modern else
+                "the task-augmented tools/call answered (tasks/list lists them)"))
         return self.tasks.get(params["taskId"], ctx)
 
     def tasks_get(self, params, ctx):

@@ -7924,6 +7924,12 @@ class TaskTests(ScratchDir):
             self.assertEqual(unknown["code"], -32602)
             self.assertIn("Unknown task", unknown["message"])
             self.assertNotIn("session", unknown["message"])
+            with McpProcess("serve", "--config", TASKS_CONFIG) as stdio:  # over HTTP Mcp-Name must match it first
+                missing = stdio.request("tasks/get", {"_meta": TASKS_META})["error"]
+            self.assertEqual(missing["code"], -32602)  # this era has no tasks/list and no `task` in the call
+            self.assertIn("`taskId` is missing: give the task's id, the `taskId` that the tools/call answered with its "
+                          "resultType \"task\"", missing["message"])
+            self.assertNotIn("tasks/list", missing["message"])
             _, plain = call("slow_compute", {"seconds": 1}, MODERN_META)  # no extension: waited for
             self.assertEqual(plain["result"]["resultType"], "complete")
             status, refused = call("failing_job", {}, MODERN_META)
