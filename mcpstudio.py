@@ -8754,10 +8754,13 @@ class ConfigLoader:
 
     def folder_path(self, value, where):
         """A folder path from the config, relative to the config file's folder."""
-        path = os.path.join(self.folder, os.path.expanduser(self.expand(value, where)))
+        path = os.path.normpath(os.path.join(self.folder, os.path.expanduser(self.expand(value, where))))
+        if os.path.isfile(path):  # a SKILL.md or a script given for its folder
+            raise self.error(where, "%s is a file, not a folder: give the folder that holds it (%s)"
+                             % (path, os.path.dirname(path)))
         if not os.path.isdir(path):
             raise self.error(where, "no such folder: %s" % path)
-        return os.path.normpath(path)
+        return path
 
     def environment(self, obj, where, key="environment"):
         """obj[key] as variables: names checked, values strings with ${VAR} expanded."""
@@ -15561,6 +15564,9 @@ def url_config(url, version):
 def _folder_option(option, given):
     """The folder `option` names (~ expanded); a UsageError when there is none."""
     folder = os.path.expanduser(given)
+    if os.path.isfile(folder):  # a SKILL.md or a script given for its folder
+        raise UsageError("%s %s: a file, not a folder: give the folder that holds it (%s)"
+                         % (option, given, os.path.dirname(os.path.abspath(folder))))
     if not os.path.isdir(folder):
         raise UsageError("%s %s: no such folder (looked for %s; client configs need absolute paths)"
                          % (option, given, os.path.abspath(folder)))

@@ -7244,6 +7244,18 @@ class SkillsTests(ScratchDir):
                              timeout=WAIT)
         self.assertEqual(out.returncode, 2)
         self.assertIn("--skills", out.stderr)
+        skill_md = os.path.join(self.root, "outer", "SKILL.md")  # the file given for its folder: said so, not "no such"
+        out = subprocess.run(SERVER + ["--skills", skill_md], capture_output=True, text=True, timeout=WAIT,
+                             stdin=subprocess.DEVNULL)
+        self.assertEqual(out.returncode, 2)
+        self.assertIn("--skills %s: a file, not a folder: give the folder that holds it (%s)"
+                      % (skill_md, os.path.dirname(skill_md)), out.stderr)
+        with open(config, "w") as f:
+            json.dump({"skills": [skill_md]}, f)
+        out = subprocess.run(SERVER + ["check", "--config", config], capture_output=True, text=True, timeout=WAIT)
+        self.assertEqual(out.returncode, 1, out.stdout + out.stderr)
+        self.assertIn("skills[0]: %s is a file, not a folder: give the folder that holds it (%s)"
+                      % (skill_md, os.path.dirname(skill_md)), out.stderr)
 
     def test_check_names_the_config_in_its_verdict(self):
         # The verdict line of `check --config` names the config file, not the last skill listed (the skills
