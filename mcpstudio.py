@@ -15026,6 +15026,12 @@ class HttpServer:
             self.calls.pop(exchange, None)
             if not finished and session:  # the client left (or we stop): cancel its call
                 await session.cancel_all()
+            if not finished and entry and exchange.stream_id is None:  # a JSON response: no stream to resume it by
+                request_id = next((i for i, e in entry.transport.exchanges.items() if e is exchange), None)
+                if request_id is not None:  # cancelled as the client's notifications/cancelled would
+                    entry.session.receive(json.dumps({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {
+                        "requestId": request_id, "reason": "the client closed the connection its JSON response "
+                        "was to come on"}}).encode(), NEWLINE)
             if finished and entry:  # delivered to its end: nothing left to resume
                 entry.streams.pop(exchange.stream_id, None)
 

@@ -13672,6 +13672,27 @@ class HttpResumeTests(ScratchDir):
             connection, response = self.open_stream(server, session, {"Last-Event-ID": "r1_3"}, method="GET")
             connection.close()
 
+    @unittest.skipUnless(sys.platform.startswith("linux"), "walks /proc")
+    def test_a_json_response_has_no_stream_to_resume_so_a_closed_connection_cancels(self):
+        # A client that accepts only JSON gets its answer on the POST's connection and no event id: when it closes
+        # that connection mid-call the answer can never reach it, so the call is cancelled (its command stopped),
+        # not left running to its timeout for nobody.
+        import http.client
+        import socket
+        with HttpServerProcess("sleep", "{seconds}") as server:
+            session = server.initialize_session()
+            connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=WAIT)
+            connection.request("POST", "/mcp", body=json.dumps({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {
+                "name": "sleep", "arguments": {"seconds": "37.125"}}}).encode(), headers={
+                "Accept": "application/json", "Content-Type": "application/json", "Mcp-Session-Id": session,
+                "MCP-Protocol-Version": "2025-11-25"})
+            self.assertTrue(wait_until(lambda: processes_with("37.125")))
+            connection.sock.shutdown(socket.SHUT_RDWR)
+            connection.close()
+            self.assertTrue(wait_until(lambda: not processes_with("37.125")), "the command outlived its connection")
+            status, _, text = server.post({"jsonrpc": "2.0", "id": 6, "method": "ping"}, session=session)
+            self.assertEqual(status, 200, text)  # the session goes on
+
     def test_no_priming_event_for_older_clients(self):
         # A priming event (empty data) is a 2025-11-25 feature: older clients get the stream as before.
         with HttpServerProcess("echo", "{message}") as server:
