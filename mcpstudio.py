@@ -16237,10 +16237,14 @@ def call_command(words, server_options=()):
         sys.stdin.isatty() and sys.stderr.isatty()) else None
     with StdioClient(_mode_argv(words, "call", server_options), ask=ask, own=words[:1] != ["--"]) as client:
         client.initialize()
-        schema = next((t.get("inputSchema") for t in client.list_all("tools/list", "tools") if t.get("name") == tool), None)
+        listed = _object(next((t for t in client.list_all("tools/list", "tools") if t.get("name") == tool), None))
         try:
-            result = client.request("tools/call", {"name": tool, "arguments": dict(given, **_call_arguments(pairs, schema))},
-                                    wait=False)
+            params = {"name": tool, "arguments": dict(given, **_call_arguments(pairs, listed.get("inputSchema")))}
+            if _object(listed.get("execution")).get("taskSupport") == "required":  # a plain call is -32601
+                created = _object(client.request("tools/call", dict(params, task={})).get("task"))
+                result = client.request("tasks/result", {"taskId": created.get("taskId")}, wait=False)  # its end
+            else:
+                result = client.request("tools/call", params, wait=False)
         except McpError as exc:
             _say("error: %s (code %s)" % (exc, exc.code))
             return 1

@@ -7877,6 +7877,19 @@ class TaskTests(ScratchDir):
         self.assertEqual(proc.returncode, 2)
         self.assertIn("--task-support sometimes: expected one of forbidden, optional, required", proc.stderr)
 
+    def test_call_runs_a_tool_that_requires_a_task(self):
+        # `mcpstudio call` of a tool that runs only as a task (the manual's `--task-support required make ...`): a
+        # plain call is -32601 "call it with `task` in the params", which a person at the terminal cannot do, so call
+        # makes the task and prints its result; a tool error still exits 1 with its text.
+        out = subprocess.run(SERVER + ["--task-support", "required", "call", "echo", "message=hi", "echo", "{message}"],
+                             capture_output=True, text=True, timeout=COMPILING, stdin=subprocess.DEVNULL)
+        self.assertEqual((out.returncode, out.stdout), (0, "hi\n"), out.stderr)
+        out = subprocess.run(SERVER + ["call", "failing_job", "serve", "--config", TASKS_CONFIG], capture_output=True,
+                             text=True, timeout=COMPILING, stdin=subprocess.DEVNULL)
+        self.assertEqual(out.returncode, 1, out.stderr)
+        self.assertIn("failing_job failed on purpose", out.stderr)
+        self.assertNotIn("runs only as a task", out.stderr)
+
     def test_tool_errors_and_commands_that_cannot_start(self):
         # 2025-11-25: a command that fails makes a failed task whose result is the tool error; one
         # that cannot start at all fails with a JSON-RPC error (-32603), which tasks/result answers.
