@@ -2083,6 +2083,8 @@ def parse_frontmatter(text):
     """A SKILL.md's frontmatter as JSON-ready values; FrontmatterError outside the subset."""
     lines, first = split_frontmatter(text)
     value = _Yaml(lines, first).document()
+    if value is None and not any(line.strip() and not line.lstrip().startswith("#") for line in lines):
+        raise FrontmatterError("the frontmatter is empty; give it `name` and `description` lines", first)
     if not isinstance(value, dict):
         raise FrontmatterError("the frontmatter must be `key: value` lines", first)
     return value
@@ -5877,12 +5879,13 @@ class SkillFolders(Source):
 
     # -- the folders ------------------------------------------------------------
 
-    def look(self):
-        """Walk every root: the skills it serves (self.found) and the skills it refuses (self.problems)."""
+    def look(self, announce=True):
+        """Walk every root: the skills it serves (self.found) and the skills it refuses (self.problems), each
+        refusal named on stderr once (unless not `announce`: `check` prints them itself)."""
         with self._lock:  # one look at a time: the start's and a first listing's may overlap
-            return self._look()
+            return self._look(announce)
 
-    def _look(self):
+    def _look(self, announce):
         found, problems = {}, {}
         for root in self.roots:
             base = os.path.dirname(root) if os.path.isfile(os.path.join(root, "SKILL.md")) else root
@@ -5902,7 +5905,7 @@ class SkillFolders(Source):
                 else:
                     found[path] = checked
         for skill_md, problem in problems.items():
-            if self.problems.get(skill_md) != problem:
+            if announce and self.problems.get(skill_md) != problem:
                 self.log.error("skills: %s: %s; this skill is not served", skill_md, problem)
         self.found, self.problems = found, problems
         return found
@@ -5929,11 +5932,16 @@ class SkillFolders(Source):
             return "frontmatter %s; write it in the YAML subset docs/skills.md shows" % header
         name, description = header.get("name"), header.get("description")
         last = path.rsplit("/", 1)[-1]
+        if name is None:
+            return "the frontmatter has no `name`; add `name: %s` (the name of its folder)" % last
         if not isinstance(name, str) or not re.fullmatch(_SKILL_NAME, name):
             return ("`name` %s breaks the Agent Skills naming rules (1-64 lowercase letters, digits and single "
                     "hyphens, none at either end); give the skill and its folder such a name" % json.dumps(name))
         if name != last:
             return "`name` %s differs from its folder `%s`; make them the same" % (json.dumps(name), last)
+        if description is None:
+            return ("the frontmatter has no `description`; add one (1 to 1024 characters) that says what the skill "
+                    "does and when to use it")
         if not isinstance(description, str) or not 0 < len(description) <= 1024:
             return "`description` must be text of 1 to 1024 characters; say what the skill does and when to use it"
         files = self.files(folder, root)
@@ -6365,6 +6373,7 @@ class Instance:
 
     def __init__(self, name=None):
         import secrets
+        self.named = bool(name)  # unnamed: a restart takes a new random name, and cannot be told from another instance
         self.name = name or secrets.token_hex(4)
         self.run = secrets.token_hex(3)
 
@@ -6378,6 +6387,10 @@ class Instance:
         parts = key.split(".") if isinstance(key, str) else ()
         if len(parts) != 3 or not INSTANCE_NAME.fullmatch(parts[0]):
             return None
+        if parts[0] != self.name and not self.named:
+            return ("it was made by instance %s, and this is instance %s, named at random at each start: this server "
+                    "restarted since (what the earlier run held is lost), or a load balancer sent it to another instance "
+                    "(give each instance its --http-instance NAME and route by it)" % (parts[0], self.name))
         if parts[0] != self.name:
             return ("it is held by instance %s (the first part of its id), and this is instance %s: the load balancer "
                     "must send it by that prefix (Mcp-Name, Mcp-Session-Id), or instance %s is down and it was lost "
@@ -8744,10 +8757,13 @@ class ConfigLoader:
 
     def folder_path(self, value, where):
         """A folder path from the config, relative to the config file's folder."""
-        path = os.path.join(self.folder, os.path.expanduser(self.expand(value, where)))
+        path = os.path.normpath(os.path.join(self.folder, os.path.expanduser(self.expand(value, where))))
+        if os.path.isfile(path):  # a SKILL.md or a script given for its folder
+            raise self.error(where, "%s is a file, not a folder: give the folder that holds it (%s)"
+                             % (path, os.path.dirname(path)))
         if not os.path.isdir(path):
             raise self.error(where, "no such folder: %s" % path)
-        return os.path.normpath(path)
+        return path
 
     def environment(self, obj, where, key="environment"):
         """obj[key] as variables: names checked, values strings with ${VAR} expanded."""
@@ -10419,6 +10435,7 @@ class RpcClient:
     channel = None
     next_id = 0
     meta = None  # added to every request's _meta (a 2026-07-28 server), or None
+    ended = None  # what fail_all told the waiting requests when the last channel ended, until the next attach
 
     def __init__(self, name, on_message, note):
         self.name = name              # the server's id, for error messages
@@ -10429,7 +10446,7 @@ class RpcClient:
 
     def attach(self, channel):
         """Talk through `channel` from now on (a new start or connection); return it."""
-        self.channel = channel
+        self.channel, self.ended = channel, None
         return channel
 
     def detach(self, channel):
@@ -10455,8 +10472,8 @@ class RpcClient:
             self.causes[request_id] = cause
         future = asyncio.get_running_loop().create_future()
         channel = self.channel
-        if not channel or channel.reason is not None:  # it ended before we asked
-            future.set_exception(UpstreamError(SERVER_NOT_RUNNING, "server `%s` %s" % (
+        if not channel or channel.reason is not None:  # it ended before we asked (a task's poll, while it slept)
+            future.set_exception(UpstreamError(SERVER_NOT_RUNNING, self.ended or "server `%s` %s" % (
                 self.name, channel.reason if channel else "is not running"), {"server": self.name}))
         else:
             if self.meta is not None:  # 2026-07-28: every request says its version and capabilities
@@ -10503,7 +10520,9 @@ class RpcClient:
             future.set_exception(UpstreamError(code, text, {"server": self.name}))
 
     def fail_all(self, code, text):
-        """Fail every waiting request at once (the server ended or was stopped)."""
+        """Fail every waiting request at once (the server ended or was stopped); a request made later, before
+        the next start, is told the same."""
+        self.ended = text
         for request_id in list(self.pending):
             self.fail(request_id, code, text)
         self.pending.clear()
@@ -12021,6 +12040,11 @@ def skill_uri(server_id, uri):
     return "skill://%s/%s" % (server_id, uri[8:]) if isinstance(uri, str) and uri[:8] == "skill://" else uri
 
 
+def skill_text(server_id, text):
+    """A server's text (a prompt, an error message) with every skill:// URI in it as the aggregator serves it."""
+    return text.replace("skill://", "skill://%s/" % server_id) if isinstance(text, str) else text
+
+
 class UpstreamSkills:
     """Skills of the servers that declare the skills extension, asked of a server when a client asks (never ahead),
     under skill://<server id>/...; the config's own skills beside them."""
@@ -12048,10 +12072,21 @@ class UpstreamSkills:
                                   for r in entry["resources"]]
         return entry
 
+    @staticmethod
+    async def forward(upstream, method, params, ctx):
+        """`method` of a server's skill URI (params["uri"], its own): its errors name the URIs the client knows."""
+        try:
+            return await upstream.forward(method, params, ctx)
+        except McpError as exc:
+            data = exc.data
+            if isinstance(data, dict) and "uri" in data:
+                data = dict(data, uri=skill_uri(upstream.spec.id, data["uri"]))
+            raise type(exc)(exc.code, skill_text(upstream.spec.id, exc.message), data) from None
+
     async def _pages(self, upstream, method, params, key):
         items, cursor = [], None
         for _ in range(1000):
-            result = await upstream.forward(method, dict(params, cursor=cursor) if cursor else params, None)
+            result = await self.forward(upstream, method, dict(params, cursor=cursor) if cursor else params, None)
             items.extend(result.get(key) or ())
             cursor = result.get("nextCursor")
             if not cursor:
@@ -12096,7 +12131,7 @@ class UpstreamSkills:
         route = await self.route(uri)
         if not route:
             return await self._local("get_skill", uri)
-        entry = self._entry(route[0], (await route[0].forward("skills/get", {"uri": route[1]}, None)).get("skill"))
+        entry = self._entry(route[0], (await self.forward(route[0], "skills/get", {"uri": route[1]}, None)).get("skill"))
         if entry is None or entry["uri"] != uri:
             raise _no_skill(uri)
         return entry
@@ -12907,7 +12942,7 @@ class Aggregator(Source):
         """Route a read to the upstream that lists `uri` or a matching template."""
         route = await self.upstream_skills.route(uri)
         if route:  # a server's skill file: its bytes, under the URI the client asked for
-            result = await route[0].forward("resources/read", {"uri": route[1]}, ctx)
+            result = await self.upstream_skills.forward(route[0], "resources/read", {"uri": route[1]}, ctx)
             return dict(result, contents=[dict(c, uri=uri) if isinstance(c, dict) else c
                                           for c in result.get("contents") or ()])
         for source in self.local:
@@ -12937,9 +12972,14 @@ class Aggregator(Source):
         return await self.upstream_skills.read_directory(uri)
 
     async def list_prompts(self):
-        """Every upstream's prompts."""
+        """The config's own prompts (its skills'), then every upstream's."""
         await self._discover()
         listing, table = [], {}
+        for source in self.local:
+            if source.prompts:
+                for prompt in await source.list_prompts():
+                    table[prompt["name"]] = (source, prompt["name"])
+                    listing.append(prompt)
         for upstream in self._active():
             for prompt in upstream.known_items("prompts"):
                 name = upstream.spec.public_name(prompt["name"], self.separator)
@@ -12955,8 +12995,28 @@ class Aggregator(Source):
         route = self._prompt_routes.get(name)
         if not route:
             raise McpError(INVALID_PARAMS, "Unknown prompt: %s" % name)
-        return await self.bridge.forward(await self._own(self._upstream(route[0]), ctx), "prompts/get",
-                                         {"name": route[1], "arguments": arguments}, ctx)
+        if not isinstance(route[0], str):  # a local source's
+            return await route[0].get_prompt(route[1], arguments, ctx)
+        upstream = await self._own(self._upstream(route[0]), ctx)
+        result = await self.bridge.forward(upstream, "prompts/get", {"name": route[1], "arguments": arguments}, ctx)
+        if not isinstance((upstream.known() or {}).get("skills"), dict) or not isinstance(result.get("messages"), list):
+            return result
+        # A server whose skills are served under skill://<id>/: the URIs its prompts name (a skill's prompt
+        # lists its files) are the ones a client reads here.
+        return dict(result, messages=[dict(m, content=self._served_content(upstream.spec.id, m["content"]))
+                                      if isinstance(m, dict) and isinstance(m.get("content"), dict) else m
+                                      for m in result["messages"]])
+
+    @staticmethod
+    def _served_content(server_id, content):
+        """A prompt message's content of a server whose skills are served under skill://<server id>/."""
+        if content.get("type") == "text":
+            return dict(content, text=skill_text(server_id, content.get("text")))
+        if content.get("type") == "resource_link":
+            return dict(content, uri=skill_uri(server_id, content.get("uri")))
+        if content.get("type") == "resource" and isinstance(content.get("resource"), dict):
+            return dict(content, resource=dict(content["resource"], uri=skill_uri(server_id, content["resource"].get("uri"))))
+        return content
 
     async def subscribe(self, method, uri, ctx):
         """Pass `resources/subscribe` or `unsubscribe` to the server that lists `uri`; None if none does."""
@@ -12975,6 +13035,8 @@ class Aggregator(Source):
         names, under its own name; None when no upstream does."""
         if ref["type"] == "ref/prompt":
             route = self._prompt_routes.get(ref.get("name"))
+            if route and not isinstance(route[0], str):  # a local source's prompt (a skill's: no arguments)
+                return await route[0].complete(dict(ref, name=route[1]), params, ctx)
             upstream, ref = (self._upstream(route[0]), dict(ref, name=route[1])) if route else (None, ref)
         else:
             uri = ref.get("uri")
@@ -13353,12 +13415,15 @@ class Server:
             return await call
         ttl = _object(asked).get("ttl", TASK_TTL_MS)
         whole = type(ttl) is int or (type(ttl) is float and ttl.is_integer())  # not NaN, not infinite
+        if support == "forbidden":  # -32601 as the spec asks, so not "Invalid params: ..."
+            call.close()
+            raise McpError(METHOD_NOT_FOUND, "Tool %s does not run as a task (its taskSupport is forbidden): call it "
+                           "without `task` in the params" % name)
         problem = ("`task` must be an object" if not isinstance(asked, dict) else
-                   "`task.ttl` must be a positive whole number of milliseconds" if not whole or ttl <= 0 else
-                   "tool %s does not run as a task: call it without `task`" % name if support == "forbidden" else None)
+                   "`task.ttl` must be a positive whole number of milliseconds" if not whole or ttl <= 0 else None)
         if problem:
             call.close()
-            raise McpError(METHOD_NOT_FOUND if support == "forbidden" else INVALID_PARAMS, "Invalid params: " + problem)
+            raise _invalid_params(problem)
         task = self.tasks.start(call, ctx, min(int(ttl), TASK_MAX_TTL_MS), self._status_changed)
         self.log.debug("tool %s runs as task %s", name, task.id)
         return {"task": task.wire()}
@@ -13416,7 +13481,12 @@ class Server:
         if ctx.modern and not ctx.declared(TASKS_EXTENSION):
             raise McpError(MISSING_CAPABILITY, "tasks/* needs the %s extension in the request's client "
                            "capabilities" % TASKS_EXTENSION, _NEEDS_TASKS)
-        return self.tasks.get(params.get("taskId"), ctx)
+        if not isinstance(params.get("taskId"), str):
+            raise _invalid_params("`taskId` %s: give the task's id, the `taskId` that %s" % (
+                "is missing" if params.get("taskId") is None else "must be a string",
+                "the tools/call answered with its resultType \"task\"" if ctx.modern else
+                "the task-augmented tools/call answered (tasks/list lists them)"))
+        return self.tasks.get(params["taskId"], ctx)
 
     def tasks_get(self, params, ctx):
         """`tasks/get`: the task; in 2026-07-28 with its result or error inlined once it has one."""
@@ -14998,6 +15068,12 @@ class HttpServer:
             self.calls.pop(exchange, None)
             if not finished and session:  # the client left (or we stop): cancel its call
                 await session.cancel_all()
+            if not finished and entry and exchange.stream_id is None:  # a JSON response: no stream to resume it by
+                request_id = next((i for i, e in entry.transport.exchanges.items() if e is exchange), None)
+                if request_id is not None:  # cancelled as the client's notifications/cancelled would
+                    entry.session.receive(json.dumps({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {
+                        "requestId": request_id, "reason": "the client closed the connection its JSON response "
+                        "was to come on"}}).encode(), NEWLINE)
             if finished and entry:  # delivered to its end: nothing left to resume
                 entry.streams.pop(exchange.stream_id, None)
 
@@ -15537,6 +15613,9 @@ def url_config(url, version):
 def _folder_option(option, given):
     """The folder `option` names (~ expanded); a UsageError when there is none."""
     folder = os.path.expanduser(given)
+    if os.path.isfile(folder):  # a SKILL.md or a script given for its folder
+        raise UsageError("%s %s: a file, not a folder: give the folder that holds it (%s)"
+                         % (option, given, os.path.dirname(os.path.abspath(folder))))
     if not os.path.isdir(folder):
         raise UsageError("%s %s: no such folder (looked for %s; client configs need absolute paths)"
                          % (option, given, os.path.abspath(folder)))
@@ -16201,10 +16280,14 @@ def call_command(words, server_options=()):
         sys.stdin.isatty() and sys.stderr.isatty()) else None
     with StdioClient(_mode_argv(words, "call", server_options), ask=ask, own=words[:1] != ["--"]) as client:
         client.initialize()
-        schema = next((t.get("inputSchema") for t in client.list_all("tools/list", "tools") if t.get("name") == tool), None)
+        listed = _object(next((t for t in client.list_all("tools/list", "tools") if t.get("name") == tool), None))
         try:
-            result = client.request("tools/call", {"name": tool, "arguments": dict(given, **_call_arguments(pairs, schema))},
-                                    wait=False)
+            params = {"name": tool, "arguments": dict(given, **_call_arguments(pairs, listed.get("inputSchema")))}
+            if _object(listed.get("execution")).get("taskSupport") == "required":  # a plain call is -32601
+                created = _object(client.request("tools/call", dict(params, task={})).get("task"))
+                result = client.request("tasks/result", {"taskId": created.get("taskId")}, wait=False)  # its end
+            else:
+                result = client.request("tools/call", params, wait=False)
         except McpError as exc:
             _say("error: %s (code %s)" % (exc, exc.code))
             return 1
@@ -17357,7 +17440,7 @@ def check_config(path, log: Log, options):
             print("\nscripts: %s (discovered when served)" % source.root)
             continue
         if isinstance(source, SkillFolders):
-            found = source.look()
+            found = source.look(announce=False)  # each refusal once, in the list below, not on stderr too
             print("\nskills in %s:" % ", ".join(source.roots))
             for skill, (_, _, frontmatter, files) in sorted(found.items()):
                 print("  %-32s %3d files %9d bytes  %s" % (skill, len(files), sum(st.st_size for _, st in files.values()),
@@ -17690,7 +17773,13 @@ class Board:
 
         async def call():
             try:
-                result = await upstream.forward("tools/call", {"name": tool, "arguments": arguments}, None)
+                await upstream.ready(wait_backoff=False)
+                required = any(t.get("name") == tool and _object(t.get("execution")).get("taskSupport") == "required"
+                               for t in upstream.known_items("tools"))
+                if required and upstream.tasks.runs(tool):  # a plain call would be refused (-32601): its own task
+                    result = await upstream.tasks.call(tool, arguments, None)
+                else:
+                    result = await upstream.forward("tools/call", {"name": tool, "arguments": arguments}, None)
                 out = io.StringIO()
                 _print_content(result.get("content"), out)
                 if result.get("structuredContent") is not None and not out.getvalue():

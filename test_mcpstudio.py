@@ -3548,7 +3548,8 @@ class FrontmatterTests(unittest.TestCase):
         # The frontmatter sits between a first `---` line and the next one (CRLF and a BOM allowed).
         self.assertEqual(mcpstudio.parse_frontmatter("\ufeff---\r\nname: x\r\n---  \r\nbody"), {"name": "x"})
         for text, reason in (("name: x\n", "must begin"), ("---\nname: x\n", "no closing"),
-                             ("---\n---\n", "`key: value` lines")):
+                             ("---\n---\n", "the frontmatter is empty; give it `name` and `description`"),
+                             ("---\n# a note\n\n---\n", "is empty"), ("---\n~\n---\n", "expected `key: value`")):
             with self.subTest(text=text), self.assertRaisesRegex(mcpstudio.FrontmatterError, reason):
                 mcpstudio.parse_frontmatter(text)
 
@@ -7156,6 +7157,7 @@ def skill_tree(root) -> dict:
     write_skill(root, "other-folder", "name: not-the-folder\ndescription: x")
     write_skill(root, "anchors", "name: anchors\ndescription: &d x\nother: *d")
     write_skill(root, "no-description", "name: no-description")
+    write_skill(root, "no-name", "description: x")
     write_skill(root, "too-many", "name: too-many\ndescription: x",
                 files={"f%03d.txt" % i: b"x" for i in range(mcpstudio.SKILL_MAX_FILES)})
     write_skill(root, ".hidden-skill", "name: hidden-skill\ndescription: x")
@@ -7164,7 +7166,9 @@ def skill_tree(root) -> dict:
 
 BAD_SKILLS = {"no-frontmatter": "must begin with a `---` line", "Bad_Name": "naming rules",
               "other-folder": "differs from its folder", "anchors": "anchors are not supported",
-              "no-description": "`description`", "too-many": "past the limits"}
+              "no-description": "the frontmatter has no `description`; add one (1 to 1024 characters) that says",
+              "no-name": "the frontmatter has no `name`; add `name: no-name` (the name of its folder)",
+              "too-many": "past the limits"}
 
 
 class SkillsTests(ScratchDir):
@@ -7339,6 +7343,7 @@ class SkillsTests(ScratchDir):
         self.assertEqual(out.returncode, 1, out.stdout + out.stderr)
         for name in BAD_SKILLS:
             self.assertIn("not served: %s" % os.path.join(self.root, name, "SKILL.md"), out.stdout)
+            self.assertNotIn(os.path.join(self.root, name, "SKILL.md"), out.stderr)  # once, in the list, not twice
         for path in self.good:
             self.assertIn(path, out.stdout)
         out = subprocess.run(SERVER + ["check", "--skills", os.path.join(HERE, "examples", "skills")],
@@ -7349,6 +7354,18 @@ class SkillsTests(ScratchDir):
                              timeout=WAIT)
         self.assertEqual(out.returncode, 2)
         self.assertIn("--skills", out.stderr)
+        skill_md = os.path.join(self.root, "outer", "SKILL.md")  # the file given for its folder: said so, not "no such"
+        out = subprocess.run(SERVER + ["--skills", skill_md], capture_output=True, text=True, timeout=WAIT,
+                             stdin=subprocess.DEVNULL)
+        self.assertEqual(out.returncode, 2)
+        self.assertIn("--skills %s: a file, not a folder: give the folder that holds it (%s)"
+                      % (skill_md, os.path.dirname(skill_md)), out.stderr)
+        with open(config, "w") as f:
+            json.dump({"skills": [skill_md]}, f)
+        out = subprocess.run(SERVER + ["check", "--config", config], capture_output=True, text=True, timeout=WAIT)
+        self.assertEqual(out.returncode, 1, out.stdout + out.stderr)
+        self.assertIn("skills[0]: %s is a file, not a folder: give the folder that holds it (%s)"
+                      % (skill_md, os.path.dirname(skill_md)), out.stderr)
 
     def test_check_names_the_config_in_its_verdict(self):
         # The verdict line of `check --config` names the config file, not the last skill listed (the skills
@@ -7529,6 +7546,48 @@ class SkillsAggregatorTests(ScratchDir):
             for method in ("resources/read", "skills/get"):
                 reply = server.request(method, {"uri": "skill://team/acme/billing/refunds/SKILL.md"})
                 self.assertEqual(reply["error"]["code"], -32602, reply)
+
+    def test_the_configs_own_skills_are_prompts_beside_its_servers(self):
+        # A config with servers and skills of its own: its skills are prompts (on by default), beside the
+        # servers' prompts, and prompts/get of one answers its SKILL.md (the aggregator listed only its servers').
+        mine = os.path.join(self.dir, "mine")
+        write_skill(mine, "deploy", "name: deploy\ndescription: How we deploy.", body="Run the deploy.\n")
+        with McpProcess("serve", "--config", self.config(skills=[mine]), env=self.env) as server:
+            server.initialize()
+            prompts = {p["title"]: p["name"] for p in server.request("prompts/list")["result"]["prompts"]}
+            self.assertEqual(prompts["deploy"], "deploy")
+            self.assertTrue(prompts["forms"].startswith("team"), prompts)
+            text = server.request("prompts/get", {"name": "deploy"})["result"]["messages"][0]["content"]["text"]
+            self.assertIn("Run the deploy.", text)
+            self.assertIn("- skill://deploy/SKILL.md", text)
+            done = server.request("completion/complete", {"ref": {"type": "ref/prompt", "name": "deploy"},
+                                                          "argument": {"name": "x", "value": ""}})
+            self.assertEqual(done["error"]["code"], -32602, done)  # no arguments to complete: not a crash
+        with McpProcess("serve", "--config", self.config(skills=[mine], skillPrompts=False), env=self.env) as server:
+            server.initialize()
+            self.assertNotIn("deploy", [p["title"] for p in server.request("prompts/list")["result"]["prompts"]])
+
+    def test_a_skills_prompt_and_errors_name_the_uris_served_here(self):
+        # The upstream's prompt of a skill lists its files, and its errors name URIs, as the upstream serves them
+        # (skill://forms/...): through the aggregator they are skill://team/forms/..., the URIs a client reads here.
+        with McpProcess("serve", "--config", self.config(), env=self.env) as server:
+            server.initialize()
+            prompts = {p["title"]: p["name"] for p in server.request("prompts/list")["result"]["prompts"]}
+            text = server.request("prompts/get", {"name": prompts["forms"]})["result"]["messages"][0]["content"]["text"]
+            self.assertIn("served by mcpstudio as skill://team/forms/SKILL.md", text)
+            self.assertNotIn("skill://forms/", text)
+            files = [line[2:] for line in text.splitlines() if line.startswith("- skill://")]
+            self.assertIn("skill://team/forms/SKILL.md", files)
+            for uri in files:
+                self.assertIn("result", server.request("resources/read", {"uri": uri}), uri)
+            for method, uri, said in (("skills/get", "skill://team/forms", "no skill is served at skill://team/forms "),
+                                      ("resources/read", "skill://team/forms/nope.md",
+                                       "skill://team/forms/nope.md is not a file of the skill forms")):
+                with self.subTest(uri=uri):
+                    error = server.request(method, {"uri": uri})["error"]
+                    self.assertEqual(error["code"], -32602)
+                    self.assertIn(said, error["message"])
+                    self.assertEqual(error["data"]["uri"], uri)
 
 
 class McpdSamplesTests(ScratchDir):
@@ -7872,6 +7931,11 @@ class TaskTests(ScratchDir):
                 reply = server.request(method, {"taskId": "0" * 32})
                 self.assertEqual(reply["error"]["code"], -32602, reply)
                 self.assertIn("Unknown task", reply["error"]["message"])
+                for params, problem in (({}, "`taskId` is missing"), ({"taskId": 7}, "`taskId` must be a string")):
+                    reply = server.request(method, params)  # not "Unknown task: null": which key, and where it is
+                    self.assertEqual(reply["error"]["code"], -32602, reply)
+                    self.assertIn(problem + ": give the task's id, the `taskId` that the task-augmented tools/call "
+                                  "answered", reply["error"]["message"])
             self.assertEqual(server.request("tasks/list", {"cursor": "nope"})["error"]["code"], -32602)
 
     @unittest.skipUnless(sys.platform.startswith("linux"), "walks /proc")
@@ -7915,12 +7979,26 @@ class TaskTests(ScratchDir):
             server.initialize()
             self.assertNotIn("execution", server.request("tools/list")["result"]["tools"][0])
             reply = self.task_call(server, "echo", {"message": "hi"})
-            self.assertEqual(reply["error"]["code"], -32601)
-            self.assertIn("does not run as a task", reply["error"]["message"])
+            self.assertEqual(reply["error"]["code"], -32601)  # Method not found, which "Invalid params: ..." is not
+            self.assertEqual(reply["error"]["message"], "Tool echo does not run as a task (its taskSupport is "
+                             "forbidden): call it without `task` in the params")
         proc = subprocess.run(SERVER + ["--task-support", "sometimes", "echo", "{m}"], capture_output=True, text=True,
                               timeout=WAIT, stdin=subprocess.DEVNULL)
         self.assertEqual(proc.returncode, 2)
         self.assertIn("--task-support sometimes: expected one of forbidden, optional, required", proc.stderr)
+
+    def test_call_runs_a_tool_that_requires_a_task(self):
+        # `mcpstudio call` of a tool that runs only as a task (the manual's `--task-support required make ...`): a
+        # plain call is -32601 "call it with `task` in the params", which a person at the terminal cannot do, so call
+        # makes the task and prints its result; a tool error still exits 1 with its text.
+        out = subprocess.run(SERVER + ["--task-support", "required", "call", "echo", "message=hi", "echo", "{message}"],
+                             capture_output=True, text=True, timeout=COMPILING, stdin=subprocess.DEVNULL)
+        self.assertEqual((out.returncode, out.stdout), (0, "hi\n"), out.stderr)
+        out = subprocess.run(SERVER + ["call", "failing_job", "serve", "--config", TASKS_CONFIG], capture_output=True,
+                             text=True, timeout=COMPILING, stdin=subprocess.DEVNULL)
+        self.assertEqual(out.returncode, 1, out.stderr)
+        self.assertIn("failing_job failed on purpose", out.stderr)
+        self.assertNotIn("runs only as a task", out.stderr)
 
     def test_tool_errors_and_commands_that_cannot_start(self):
         # 2025-11-25: a command that fails makes a failed task whose result is the tool error; one
@@ -7981,6 +8059,12 @@ class TaskTests(ScratchDir):
             self.assertEqual(unknown["code"], -32602)
             self.assertIn("Unknown task", unknown["message"])
             self.assertNotIn("session", unknown["message"])
+            with McpProcess("serve", "--config", TASKS_CONFIG) as stdio:  # over HTTP Mcp-Name must match it first
+                missing = stdio.request("tasks/get", {"_meta": TASKS_META})["error"]
+            self.assertEqual(missing["code"], -32602)  # this era has no tasks/list and no `task` in the call
+            self.assertIn("`taskId` is missing: give the task's id, the `taskId` that the tools/call answered with its "
+                          "resultType \"task\"", missing["message"])
+            self.assertNotIn("tasks/list", missing["message"])
             _, plain = call("slow_compute", {"seconds": 1}, MODERN_META)  # no extension: waited for
             self.assertEqual(plain["result"]["resultType"], "complete")
             status, refused = call("failing_job", {}, MODERN_META)
@@ -8115,6 +8199,34 @@ class AggregatorTaskTests(AggregatorCase):
             if sys.platform.startswith("linux"):
                 self.assertTrue(wait_until(lambda: not processes_with("cancel-through")))
 
+    def test_an_upstream_that_dies_under_a_task_is_named_as_a_call_names_it(self):
+        # The upstream is killed while mcpstudio's task polls the upstream's own task: the task fails with what
+        # a plain call is told (how it ended; it restarts on the next call), not "is not running" (the poll
+        # made while the server was gone), and nothing it ran is left.
+        path = os.path.join(self.dir, "agg.json")
+        with open(path, "w") as f:
+            json.dump({"mcpServers": {"jobs": {"command": PY, "args": SERVER[1:] + ["serve", "--config", TASKS_CONFIG]}}}, f)
+        with McpProcess("serve", "--config", path, env=self.env) as server:
+            server.initialize()
+            created = server.request("tools/call", {"name": "jobs__slow_compute", "task": {},
+                                                    "arguments": {"seconds": 60, "label": "killed-under"}})
+            task_id = created["result"]["task"]["taskId"]
+            servers = server.call("mcpstudio__servers_list", {})["structuredContent"]["servers"]
+            pid = servers[0]["pid"]
+            time.sleep(1.5)  # the task is polled (tasks/get) and sleeps between polls
+            os.kill(pid, getattr(signal, "SIGKILL", signal.SIGTERM))
+            self.assertTrue(wait_until(lambda: server.request("tasks/get", {"taskId": task_id})["result"]["status"]
+                                       == "failed", 15))
+            message = server.request("tasks/get", {"taskId": task_id})["result"]["statusMessage"]
+            self.assertNotIn("is not running", message)
+            self.assertTrue(message.startswith("server `jobs` "), message)
+            self.assertTrue(message.endswith("; it restarts on the next call"), message)
+            if os.name == "posix":
+                self.assertIn("was killed by SIGKILL", message)
+            result = server.request("tasks/result", {"taskId": task_id})["result"]
+            self.assertEqual(text_of(result), message)
+            if sys.platform.startswith("linux"):
+                self.assertTrue(wait_until(lambda: not processes_with("killed-under")))
 
     def test_a_2026_upstreams_own_task_is_polled_inside_mcpstudios(self):
         # A 2026-07-28 client that declares the tasks extension, an upstream (another mcpstudio, which speaks
@@ -13683,6 +13795,27 @@ class HttpResumeTests(ScratchDir):
             connection, response = self.open_stream(server, session, {"Last-Event-ID": "r1_3"}, method="GET")
             connection.close()
 
+    @unittest.skipUnless(sys.platform.startswith("linux"), "walks /proc")
+    def test_a_json_response_has_no_stream_to_resume_so_a_closed_connection_cancels(self):
+        # A client that accepts only JSON gets its answer on the POST's connection and no event id: when it closes
+        # that connection mid-call the answer can never reach it, so the call is cancelled (its command stopped),
+        # not left running to its timeout for nobody.
+        import http.client
+        import socket
+        with HttpServerProcess("sleep", "{seconds}") as server:
+            session = server.initialize_session()
+            connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=WAIT)
+            connection.request("POST", "/mcp", body=json.dumps({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {
+                "name": "sleep", "arguments": {"seconds": "37.125"}}}).encode(), headers={
+                "Accept": "application/json", "Content-Type": "application/json", "Mcp-Session-Id": session,
+                "MCP-Protocol-Version": "2025-11-25"})
+            self.assertTrue(wait_until(lambda: processes_with("37.125")))
+            connection.sock.shutdown(socket.SHUT_RDWR)
+            connection.close()
+            self.assertTrue(wait_until(lambda: not processes_with("37.125")), "the command outlived its connection")
+            status, _, text = server.post({"jsonrpc": "2.0", "id": 6, "method": "ping"}, session=session)
+            self.assertEqual(status, 200, text)  # the session goes on
+
     def test_no_priming_event_for_older_clients(self):
         # A priming event (empty data) is a 2025-11-25 feature: older clients get the stream as before.
         with HttpServerProcess("echo", "{message}") as server:
@@ -16321,6 +16454,17 @@ class HttpLeaveTests(ScratchDir):
             status, _, text = again.post({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, session=session)
             self.assertEqual(status, 404)
             self.assertIn("lost when instance a restarted", text)
+        # Without --http-instance a restarted server has a new random name: its old session is not sent to "the load
+        # balancer", which one instance has none of, but told that the server restarted (or was the wrong instance).
+        env = {k: v for k, v in os.environ.items() if k != "MCPSTUDIO_INSTANCE"}
+        with HttpServerProcess("echo", "{m}", env=env) as before:
+            session = before.initialize_session()
+        with HttpServerProcess("echo", "{m}", env=env) as after:
+            status, _, text = after.post({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, session=session)
+            self.assertEqual(status, 404)
+            self.assertIn("named at random at each start: this server restarted since (what the earlier run held is "
+                          "lost), or a load balancer sent it to another instance", text)
+            self.assertNotIn("must send it by that prefix", text)
         proc = subprocess.run(SERVER + ["--http", "127.0.0.1:0", "--http-instance", "a.b", "echo", "{m}"],
                               capture_output=True, text=True, timeout=WAIT, stdin=subprocess.DEVNULL)
         self.assertEqual(proc.returncode, 2)
@@ -18977,6 +19121,25 @@ class TuiTests(AggregatorCase):
         self.assertTrue(wait_until(lambda: not alive(slow_pid)))
         self.assertEqual(tui.close(), 0)
         self.assertTrue(self.all_gone(), "a server the TUI started outlived it")
+
+    def test_a_tool_that_runs_only_as_a_task_is_called_as_one(self):
+        # `c` on a tool whose server lists it taskSupport "required": a plain call is refused (-32601, "call it with
+        # `task` in the params", which no one at the TUI can do), so the TUI runs it as the server's own task.
+        path = self.config({"jobs": {"command": PY, "args": SERVER[1:] + ["serve", "--config", TASKS_CONFIG]}})
+        tui = self.tui(path)
+        tui.wait_for("SERVER", "jobs")
+        tui.press("t")
+        tui.wait_for("jobs is running: 6 tools", timeout=COMPILING)
+        tui.press("\r")
+        tui.wait_for("tools (6):", "failing_job")
+        tui.press("jjc")  # greet, slow_compute, failing_job: no arguments, so called at once
+        tui.wait_for("result of failing_job:", "failing_job failed on purpose", timeout=COMPILING)
+        self.assertNotIn("runs only as a task", tui.text())
+        tui.press("jc")
+        tui.wait_for("name (string")
+        tui.press("Ann\r")
+        tui.wait_for("result of test_tool_with_task:", "Hello, Ann, from a task!", timeout=COMPILING)
+        self.assertEqual(tui.close(), 0)
 
     def test_edits_go_through_the_config(self):
         target = self.config({"good": self.upstream("good"), "other": self.upstream("other")})
