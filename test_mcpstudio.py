@@ -12796,6 +12796,30 @@ class AggregatorTests(AggregatorCase):
             self.assertTrue(wait_until(lambda: "previous configuration stays in use" in "".join(server.stderr)))
             self.assertNotIn("Traceback", "".join(server.stderr))
 
+    def test_a_call_on_a_server_a_reload_restarts_ends_and_says_why(self):
+        # docs/aggregator.md: a call still running on a server whose command changed is not carried over to the
+        # new process; it ends as an isError result that says its configuration changed, and the call after it
+        # reaches the new process.
+        data = {"mcpServers": {"b": self.upstream("b")}}
+        path = self.write(data)
+        with McpProcess("serve", "--config", path, "--rescan", "0", env=self.env) as server:
+            server.initialize()
+            server.call("b__echo", {"text": "x"})
+            b_pid = self.pid_of("b")
+            server.send({"jsonrpc": "2.0", "id": "long", "method": "tools/call", "params": {
+                "name": "b__sleep", "arguments": {"seconds": 60}, "_meta": {"progressToken": "long"}}})
+            self.assertTrue(wait_until(lambda: server.notifications_of("notifications/progress")))  # b runs it
+            data["mcpServers"]["b"] = self.upstream("b", "--only", "echo,sleep")
+            self.write(data)
+            report = server.call("mcpstudio__config_reload", {})["structuredContent"]
+            self.assertEqual(report["restarted"], ["b"])
+            result = server.wait_response("long")["result"]
+            self.assertTrue(result["isError"], result)
+            self.assertIn("server `b` was stopped (its configuration changed)", text_of(result))
+            self.assertTrue(wait_until(lambda: not alive(b_pid)))
+            self.assertEqual(text_of(server.call("b__echo", {"text": "y"})), "b: y")
+            self.assertNotEqual(self.pid_of("b"), b_pid)
+
     def test_nothing_survives_exit(self):
         data = {"mcpServers": {"a": self.upstream("a"), "b": self.upstream("b", eager=True)}}
         self.cache_tools(data, "a__echo")  # cached: only the eager one starts at initialize
