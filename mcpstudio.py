@@ -4408,10 +4408,44 @@ def _as_text(data, cut):
     return None
 
 
+_MARKS = ((b"\xef\xbb\xbf", "utf-8"), (b"\xff\xfe", "utf-16-le"), (b"\xfe\xff", "utf-16-be"))
+
+
+def _marked_text(data, cut):
+    """Output that says its encoding, as text: after a byte-order mark (UTF-8, or UTF-16, as Windows PowerShell,
+    `reg` and Notepad's files through `type` write it), the mark dropped, or UTF-16LE without one (`cmd /u`: a
+    NUL after each byte of ASCII text); else None. A UTF-16 output cut by an odd count of bytes is not read."""
+    mark, encoding = next(((mark, name) for mark, name in _MARKS if data.startswith(mark)), (b"", "utf-16-le"))
+    if not mark and (len(data) < 4 or data[1::2].strip(b"\0") or b"\0" in data[0::2]):
+        return None
+    body = data[len(mark):]
+    if encoding != "utf-8" and cut % 2:
+        return None
+    for end in range(len(body), len(body) - (4 if cut else 1), -1):
+        try:
+            text = body[:end].decode(encoding)
+        except UnicodeDecodeError:
+            continue
+        return None if "\0" in text else text
+    return None
+
+
 def _output_text(data, cut):
-    """A command's output as text: UTF-8, or (on Windows) the ANSI code page, never an image; else None."""
-    text = _as_text(data, bool(cut))
+    """A command's output as text: marked with its encoding (a byte-order mark), UTF-8, or (on Windows) the ANSI
+    code page, never an image; else None."""
+    text = _marked_text(data, cut or 0)
+    if text is None:
+        text = _as_text(data, bool(cut))
     return text if text is not None or _image_type(data) else _local_text(data, bool(cut))
+
+
+def command_text(data):
+    """A command's whole output as a parser (JSON) reads it: as `_output_text` does, so a byte-order mark or
+    the ANSI code page does not make it invalid; ValueError when it is not text."""
+    text = _output_text(data, 0)
+    if text is None:
+        raise ValueError("the output is not text (neither UTF-8 nor, on Windows, the ANSI code page)")
+    return text
 
 
 def cut_binary(data, cut):
@@ -5075,8 +5109,8 @@ def json_result(name, result: ProcessResult, outcome):
     """`"output_format": "json"`: stdout parsed into structuredContent (an object as is, other JSON
     under "result"); stdout that is not JSON makes the call an error that says so."""
     try:
-        value = json.loads(result.stdout.decode("utf-8"))
-    except ValueError as exc:  # UnicodeDecodeError is a ValueError too
+        value = json.loads(command_text(result.stdout))
+    except ValueError as exc:
         return {"content": [text_block("`%s` declares \"output_format\": \"json\" but its output "
                                        "is not JSON (%s); the output follows." % (name, exc))] + outcome["content"],
                 "isError": True}
@@ -5644,7 +5678,7 @@ class ScriptDirectory(Source):
                 entry["transient"] = True  # a timeout or signal: asked again after a restart
             return entry
         try:
-            meta = json.loads(result.stdout.decode("utf-8") or "{}")
+            meta = json.loads(command_text(result.stdout) or "{}")
             if not isinstance(meta, dict):
                 raise ValueError("expected a JSON object")
         except ValueError as exc:
@@ -5652,7 +5686,7 @@ class ScriptDirectory(Source):
                               "object; the options go to stderr (>&2)" % exc)
             return entry
         try:
-            text = result.stderr.decode("utf-8").strip()
+            text = command_text(result.stderr).strip()
             options = json.loads(text) if text else {}
             script_schema(options)
         except ValueError as exc:
@@ -5754,7 +5788,7 @@ class ScriptDirectory(Source):
             return None
         result = await self.settings.run(self.runner, tool.argv() + ["--state"], timeout=self.help_timeout)
         check_read(uri, result, self.help_timeout, "`%s --state`" % tool.rel)
-        text = _decoded(result.stdout)
+        text = _output_text(result.stdout, 0) or _decoded(result.stdout)
         try:
             json.loads(text)
         except ValueError:

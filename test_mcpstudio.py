@@ -1796,6 +1796,43 @@ class WindowsTests(ScratchDir):
             self.assertEqual(text_of(server.call("ansi", {"kind": "text"})), "h\xe9llo w\xf6rld")
             self.assertIn("blob", server.call("ansi", {"kind": "binary"})["content"][0]["resource"])
 
+    def test_output_marked_with_its_encoding_is_text(self):
+        # Windows programs mark their output's encoding: a UTF-8 byte-order mark (Windows PowerShell 5.1 told to
+        # write UTF-8, a Notepad file through `type`), UTF-16 with its mark (`reg`, PowerShell), UTF-16LE without one
+        # (`cmd /u`). A script whose --help JSON had a UTF-8 mark was left out (`Unexpected UTF-8 BOM`), its JSON
+        # result was no structuredContent, UTF-16 came back as a base64 blob or as text with a NUL after each letter.
+        root = os.path.join(self.tools, "marked")
+        os.mkdir(root)
+        self.script(os.path.join(root, "marked.py"), """\
+            #!%s
+            import json, sys
+            bom, out = b"\\xef\\xbb\\xbf", sys.stdout.buffer
+            if sys.argv[1:] == ["--help"]:
+                out.write(bom + json.dumps({"description": "Marked."}).encode() + b"\\r\\n")
+                sys.stderr.buffer.write(bom + b'{"form": {"required": true, "value_type": "string"}}\\r\\n')
+                sys.exit(0)
+            form = json.load(sys.stdin)["form"]
+            if form == "json":
+                out.write(bom + b'{"ok": true}\\r\\n')
+            else:
+                out.write(("\\ufeff" if form == "utf-16" else "").encode("utf-16-le") + "Gr\\xf6\\xdfe\\r\\n".encode("utf-16-le"))
+            """ % PY)
+        config = os.path.join(self.dir, "marked.json")
+        with open(config, "w") as f:
+            json.dump({"tools": [{"name": "bomjson", "output_format": "json", "command": '"%s" -c "%s"' % (
+                PY, "import sys; sys.stdout.buffer.write(bytes([239, 187, 191]) + b'[1, 2]')")}]}, f)
+        with self.serve("--root-directory", root, "--config", config) as server:
+            server.initialize()
+            tools = {t["name"]: t for t in server.request("tools/list", timeout=60)["result"]["tools"]}
+            self.assertEqual(tools["marked"]["description"], "Marked.", server.context())
+            self.assertEqual(tools["marked"]["inputSchema"]["required"], ["form"])
+            result = server.call("marked", {"form": "json"}, timeout=30)
+            self.assertEqual((result.get("structuredContent"), text_of(result)), ({"ok": True}, '{"ok": true}\r\n'))
+            for form in ("utf-16", "utf-16 unmarked"):
+                self.assertEqual(text_of(server.call("marked", {"form": form}, timeout=30)), "Gr\xf6\xdfe\r\n", form)
+            result = server.call("bomjson", {}, timeout=30)
+            self.assertEqual(result.get("structuredContent"), {"result": [1, 2]}, result)
+
     def test_a_suggested_command_starts_python_as_the_platform_names_it(self):
         # Run as `python mcpstudio.py`, a suggestion says how to run it again: `python3 ...` on POSIX, `py ...` on
         # Windows, where python.org's installer puts no python3 on PATH, and `python` only when asked (it said python3).
