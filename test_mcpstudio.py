@@ -1833,6 +1833,20 @@ class WindowsTests(ScratchDir):
             result = server.call("bomjson", {}, timeout=30)
             self.assertEqual(result.get("structuredContent"), {"result": [1, 2]}, result)
 
+    def test_the_default_config_path_is_one_path_of_the_system(self):
+        # Without --config and $XDG_CONFIG_HOME, `status` names the config it looked for and the `init` that makes
+        # it: on Windows that was `C:\\Users\\me/.config\\mcpstudio\\config.json`, a `/` among the backslashes.
+        home = os.path.join(self.dir, "home dir")
+        os.mkdir(home)
+        env = dict(self.env, HOME=home, USERPROFILE=home)
+        env.pop("XDG_CONFIG_HOME", None)
+        proc = subprocess.run(SERVER + ["status"], capture_output=True, text=True, timeout=WAIT * 2, env=env,
+                              stdin=subprocess.DEVNULL, cwd=self.dir)
+        self.assertEqual(proc.returncode, 2, proc.stdout + proc.stderr)
+        expected = os.path.join(home, ".config", "mcpstudio", "config.json")
+        self.assertIn("(or a config at %s; create one with: " % expected, proc.stderr)
+        self.assertEqual(proc.stderr.count(expected), 2, proc.stderr)  # and in the init line's -o (quoted: a space)
+
     def test_a_suggested_command_starts_python_as_the_platform_names_it(self):
         # Run as `python mcpstudio.py`, a suggestion says how to run it again: `python3 ...` on POSIX, `py ...` on
         # Windows, where python.org's installer puts no python3 on PATH, and `python` only when asked (it said python3).
