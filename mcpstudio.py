@@ -15121,6 +15121,20 @@ async def serve_http(server, runner: ProcessRunner, log: Log, host, port, token,
     return 0
 
 
+def listen_problem(exc: OSError, port):
+    """Why `--http` cannot listen, in words: the port in use, or one the system keeps from mcpstudio, rather than
+    the socket error alone (on Windows `[Errno 10048] ... [winerror 10048]`, which names neither)."""
+    import errno
+    if exc.errno == errno.EADDRINUSE:  # 98 on Linux, 48 on macOS, WSAEADDRINUSE (10048) on Windows
+        return ("port %d is in use: another server (another mcpstudio?) listens there; give another port, or "
+                "--http 0 for a free one (%s)" % (port, exc))
+    if exc.errno in (errno.EACCES, getattr(errno, "WSAEACCES", errno.EACCES)):
+        return ("the system does not let mcpstudio listen on port %d: below 1024 that takes privileges, and on "
+                "Windows Hyper-V, WSL or Docker may reserve it (netsh interface ipv4 show excludedportrange "
+                "protocol=tcp); give another port, or --http 0 for a free one (%s)" % (port, exc))
+    return str(exc)
+
+
 def run_http(server, runner: ProcessRunner, log: Log, options, namespaced=None):
     """`--http [HOST:]PORT`: check the address and the token, then serve until stopped (`namespaced(name)`:
     the Server of /mcp/<name>)."""
@@ -15161,7 +15175,7 @@ def run_http(server, runner: ProcessRunner, log: Log, options, namespaced=None):
         return asyncio.run(serve_http(server, runner, log, host, port, token, Instance(name), drain, proxies,
                                       namespaced))
     except OSError as exc:
-        _say("error: --http %s: %s" % (options["http"], exc))
+        _say("error: --http %s: %s" % (options["http"], listen_problem(exc, port)))
         return 1
     except KeyboardInterrupt:
         asyncio.run(runner.stop_all())

@@ -1944,6 +1944,19 @@ class WindowsTests(ScratchDir):
             self.assertEqual(status, 200, text)
             self.assertEqual(json.loads(text_of(server.messages(text)[-1]["result"])), ["\u00fcber http"])
 
+    def test_http_on_a_port_in_use_says_so(self):
+        # A second --http on a port another server listens on: exit 1 and a sentence that names the port and a way
+        # out; on Windows it was the socket error alone (`[Errno 10048] ... [winerror 10048]`, under Wine `windows
+        # error 0x2740`), which says neither.
+        with HttpServerProcess(PY, self.argv_py, "{text}", env=self.env) as server:
+            proc = subprocess.run(SERVER + ["--http", str(server.port), PY, self.argv_py, "{text}"], env=self.env,
+                                  capture_output=True, text=True, timeout=WAIT * 2, stdin=subprocess.DEVNULL)
+            self.assertEqual(proc.returncode, 1, proc.stderr)
+            self.assertIn("mcpstudio: error: --http %d: port %d is in use: another server (another mcpstudio?) "
+                          "listens there; give another port, or --http 0 for a free one" % (server.port, server.port),
+                          proc.stderr)
+            self.assertIsNone(server.proc.poll(), server.context())
+
     def test_tasks(self):
         # A call as a task (the 2025-11-25 era): created, waited for with tasks/result, completed.
         with self.serve(PY, self.argv_py, "{text}") as server:
