@@ -2313,6 +2313,9 @@ if _POSIX:
     def _local_text(data, cut):
         return None  # a command's output is UTF-8 or binary here: the locale of any system a client runs on
 
+    def _open_appending(path, flags, mode):
+        return os.open(path, flags, mode)  # another process may rename it while it is open (a rotation)
+
     def _cache_base():
         return os.path.expanduser("~/Library/Caches" if sys.platform == "darwin" else "~/.cache")
 
@@ -2451,7 +2454,9 @@ else:  # pragma: windows (Windows CPython under Wine in .ci/windows; the README 
                 ("OpenProcess", handle, (wintypes.DWORD, wintypes.BOOL, wintypes.DWORD)),
                 ("TerminateProcess", wintypes.BOOL, (handle, wintypes.UINT)),
                 ("CloseHandle", wintypes.BOOL, (handle,)),
-                ("GetConsoleCP", wintypes.UINT, ())):
+                ("GetConsoleCP", wintypes.UINT, ()),
+                ("CreateFileW", handle, (wintypes.LPCWSTR, wintypes.DWORD, wintypes.DWORD, ctypes.c_void_p,
+                                         wintypes.DWORD, wintypes.DWORD, handle))):
             function = getattr(kernel32, name)
             function.restype, function.argtypes = result, arguments
         return kernel32
@@ -2646,6 +2651,28 @@ else:  # pragma: windows (Windows CPython under Wine in .ci/windows; the README 
 
     def _cache_base():
         return os.environ.get("LOCALAPPDATA") or os.path.expanduser("~\\AppData\\Local")
+
+    def _open_appending(path, flags, mode):
+        """A file to append to (the audit log) that another process may rename while this one has it open:
+        os.open does not share delete, so a rotation by one of the processes sharing the file failed with a
+        sharing violation (WinError 32), and every line of it after that was lost. CreateFileW with
+        FILE_SHARE_DELETE and append-only access (each write lands at the end, as O_APPEND does); os.open when
+        ctypes is not there."""
+        try:
+            import ctypes
+            import msvcrt
+            kernel32 = _kernel32()
+        except (ImportError, OSError, AttributeError):
+            return os.open(path, flags, mode)
+        # FILE_APPEND_DATA | FILE_READ_ATTRIBUTES (fstat) | SYNCHRONIZE; share read, write and delete; OPEN_ALWAYS
+        handle = kernel32.CreateFileW(path, 0x4 | 0x80 | 0x100000, 0x1 | 0x2 | 0x4, None, 4, 0x80, None)
+        if handle in (None, ctypes.c_void_p(-1).value):
+            raise ctypes.WinError(ctypes.get_last_error())
+        try:
+            return msvcrt.open_osfhandle(handle, os.O_WRONLY | os.O_APPEND | getattr(os, "O_BINARY", 0))
+        except OSError:
+            kernel32.CloseHandle(handle)
+            raise
 
     _BINARY_CONTROLS = re.compile(r"[\x00-\x07\x0e-\x1a\x1c-\x1f\x7f]")  # controls no text has (it may have tab to CR, ESC)
 
@@ -6609,7 +6636,7 @@ class AuditLog:
         """The descriptor, opened on first use (OSError when the file cannot be written, or is not ours)."""
         if self.fd is None:
             try:
-                fd = os.open(self.path, self.FLAGS, 0o600)
+                fd = _open_appending(self.path, self.FLAGS, 0o600)
             except OSError as exc:
                 if _POSIX and os.path.islink(self.path):
                     raise OSError(exc.errno, "it is a symbolic link (the audit file must be a file of its own)") from None

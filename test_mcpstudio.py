@@ -1957,6 +1957,31 @@ class WindowsTests(ScratchDir):
                           proc.stderr)
             self.assertIsNone(server.proc.poll(), server.context())
 
+    def test_an_audit_log_two_servers_share_is_rotated(self):
+        # Two servers of one config (two clients) append to one audit file: the one that passes maxBytes rotates it
+        # while the other has it open. On Windows that rename failed (WinError 32, a sharing violation: os.open does
+        # not share delete) and each line of the rotating server was lost from then on.
+        config = os.path.join(self.tools, "audited.json")
+        with open(config, "w") as f:
+            json.dump({"audit": {"file": "audit.jsonl", "maxBytes": 3000, "keep": 3},
+                       "tools": [{"name": "show", "command": '"%s" "%s" {text}' % (PY, self.argv_py)}]}, f)
+        with self.serve("serve", "--config", config) as first, self.serve("serve", "--config", config) as second:
+            first.initialize()
+            second.initialize()
+            calls = [first] + [second] * 12 + [first] * 3  # the first has the file open when the second rotates it
+            for number, server in enumerate(calls):
+                self.assertEqual(self.call_args(server, "show", {"text": "call %d" % number}), ["call %d" % number])
+            self.assertEqual((first.close(), second.close()), (0, 0))
+        for server in (first, second):
+            self.assertNotIn("audit log", "".join(server.stderr))
+        lines = []
+        for name in ("audit.jsonl.3", "audit.jsonl.2", "audit.jsonl.1", "audit.jsonl"):
+            if os.path.exists(os.path.join(self.tools, name)):
+                with open(os.path.join(self.tools, name), encoding="utf-8") as f:
+                    lines += [json.loads(line)["arguments"]["text"] for line in f]
+        self.assertTrue(os.path.exists(os.path.join(self.tools, "audit.jsonl.1")), "never rotated")
+        self.assertEqual(sorted(lines, key=lambda text: int(text.split()[1])), ["call %d" % n for n in range(len(calls))])
+
     def test_tasks(self):
         # A call as a task (the 2025-11-25 era): created, waited for with tasks/result, completed.
         with self.serve(PY, self.argv_py, "{text}") as server:
