@@ -4441,7 +4441,9 @@ _MARKS = ((b"\xef\xbb\xbf", "utf-8"), (b"\xff\xfe", "utf-16-le"), (b"\xfe\xff", 
 def _marked_text(data, cut):
     """Output that says its encoding, as text: after a byte-order mark (UTF-8, or UTF-16, as Windows PowerShell,
     `reg` and Notepad's files through `type` write it), the mark dropped, or UTF-16LE without one (`cmd /u`: a
-    NUL after each byte of ASCII text); else None. A UTF-16 output cut by an odd count of bytes is not read."""
+    NUL after each byte of ASCII text); else None. UTF-16 is text only when every character but blanks is
+    printable and, past 16 characters, it has a blank or a line end (bytes that merely start with FF FE are no text),
+    and not when cut by an odd count of bytes."""
     mark, encoding = next(((mark, name) for mark, name in _MARKS if data.startswith(mark)), (b"", "utf-16-le"))
     if not mark and (len(data) < 4 or data[1::2].strip(b"\0") or b"\0" in data[0::2]):
         return None
@@ -4453,7 +4455,10 @@ def _marked_text(data, cut):
             text = body[:end].decode(encoding)
         except UnicodeDecodeError:
             continue
-        return None if "\0" in text else text
+        if encoding == "utf-8" or "".join(text.split()).isprintable() and (
+                len(text) <= 16 or any(character.isspace() for character in text)):
+            return text  # (binary after FF FE reads as no text: something unprintable, or no blank in it)
+        return None
     return None
 
 

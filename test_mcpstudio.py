@@ -5467,6 +5467,24 @@ class ConformanceClientTests(ScratchDir):
 # --------------------------------------------------------------------------
 
 class OutputFitTests(unittest.TestCase):
+    def test_marked_output_table(self):
+        # Output that says its encoding (a byte-order mark; UTF-16LE's NUL after each ASCII byte) is text in it, the
+        # mark dropped; bytes that only start like UTF-16 are not text (they stay a blob, or UTF-8 as before).
+        wide = "Gr\xf6\xdfe \U0001f600\r\n".encode("utf-16-le")
+        for data, cut, text in (
+                (b"\xef\xbb\xbf{\"a\": 1}\r\n", 0, '{"a": 1}\r\n'),
+                (b"\xff\xfe" + wide, 0, "Gr\xf6\xdfe \U0001f600\r\n"),
+                (b"\xfe\xff" + "Gr\xf6\xdfe\r\n".encode("utf-16-be"), 0, "Gr\xf6\xdfe\r\n"),
+                ("wide text\r\n".encode("utf-16-le"), 0, "wide text\r\n"),  # cmd /u
+                (b"\xff\xfe" + wide, 2, "Gr\xf6\xdfe \U0001f600\r\n"),  # an even cut: read
+                (b"\xff\xfe" + wide[:-1], 1, None),  # an odd cut: not UTF-16 (not UTF-8 either)
+                (b"\xff\xfe\x00binary", 0, None),  # an odd count of bytes after the mark
+                (b"\xff\xfe" + bytes(range(1, 40)), 0, None),  # unprintable in UTF-16
+                (b"\xff\xfe" + ("\u6211" * 20).encode("utf-16-le"), 0, None),  # 20 characters, no blank
+                (b"a\x00\x01\x00", 0, "a\x00\x01\x00")):  # not UTF-16 text: UTF-8, as it was
+            with self.subTest(data=data[:12], cut=cut):
+                self.assertEqual(mcpstudio._output_text(data, cut), text)
+
     def test_fit_text_table(self):
         # Under the budget a text is untouched; past it, whole lines of head and tail around an exact note.
         uri = "mcpstudio://output/k"
