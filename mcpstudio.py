@@ -4627,10 +4627,11 @@ def parse_data_uri(value):
 
 
 def _file_name(given):
-    """A file argument's name made safe: its last part, letters, digits and `._-` only, never a leading dot or dash
-    (a hidden file, an option) nor a trailing dot (which Windows drops), a device name of Windows (_DEVICE_NAMES)
+    """A file argument's name made safe: its last part (after any `/`, `\\` or `:`, on every system: Windows read
+    `C:\\Users\\me\\a.txt` and `x:a.txt` as `a.txt`, POSIX as `C__Users_me_a.txt` and `x_a.txt`), letters, digits
+    and `._-` only, never a leading dot or dash (a hidden file, an option) nor a trailing dot (which Windows drops), a device name of Windows (_DEVICE_NAMES)
     with a "_" in front, at most FILE_NAME_MAX characters (its extension kept)."""
-    name = re.sub(r"[^A-Za-z0-9._-]", "_", os.path.basename(given)).lstrip(".-").rstrip(".")
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", re.split(r"[/\\:]", given)[-1]).lstrip(".-").rstrip(".")
     if name.partition(".")[0].upper() in _DEVICE_NAMES:
         name = "_" + name  # on Windows CON, NUL.txt ... name a device wherever they stand, not a file
     if len(name) > FILE_NAME_MAX:  # cut after the "_" is put in front, which the cut keeps

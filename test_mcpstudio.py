@@ -1900,7 +1900,10 @@ class WindowsTests(ScratchDir):
                 ("report.", "report"), ("x...", "x"), ("CONSOLE", "CONSOLE"), ("COM10", "COM10"), ("in file.txt", "in_file.txt"),
                 ("notes ", "notes_"), ("CON .txt", "CON_.txt"),
                 # with issue 41.19's rules too: the leading dash goes, the "_" comes, and a cut name keeps both
-                ("-COM1.txt", "_COM1.txt"), (".nul.", "_nul"), ("AUX." + "a" * 120 + ".txt", "_AUX." + "a" * 91 + ".txt")]
+                ("-COM1.txt", "_COM1.txt"), (".nul.", "_nul"), ("AUX." + "a" * 120 + ".txt", "_AUX." + "a" * 91 + ".txt"),
+                # a name with a folder or a drive in it is its last part on every system (POSIX kept the whole: C__Users_...)
+                ("C:\\Users\\me\\report.txt", "report.txt"), ("dir/sub\\x.txt", "x.txt"), ("a:b.txt", "b.txt"),
+                ("C:\\Users\\me\\NUL.txt", "_NUL.txt")]
         with self.serve("serve", "--config", config) as server:
             server.initialize()
             for name, expected in rows:
