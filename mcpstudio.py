@@ -344,7 +344,7 @@ def _header_value(value):
 
 def default_config_path():
     """$XDG_CONFIG_HOME/mcpstudio/config.json, else ~/.config/mcpstudio/config.json."""
-    return os.path.join(os.environ.get("XDG_CONFIG_HOME") or os.path.expanduser("~/.config"), "mcpstudio", "config.json")
+    return os.path.join(os.environ.get("XDG_CONFIG_HOME") or os.path.expanduser(os.path.join("~", ".config")), "mcpstudio", "config.json")
 
 
 # --------------------------------------------------------------------------
@@ -2318,6 +2318,9 @@ if _POSIX:
     def _local_text(data, cut):
         return None  # a command's output is UTF-8 or binary here: the locale of any system a client runs on
 
+    def _open_appending(path, flags, mode):
+        return os.open(path, flags, mode)  # another process may rename it while it is open (a rotation)
+
     def _cache_base():
         return os.path.expanduser("~/Library/Caches" if sys.platform == "darwin" else "~/.cache")
 
@@ -2456,7 +2459,9 @@ else:  # pragma: windows (Windows CPython under Wine in .ci/windows; the README 
                 ("OpenProcess", handle, (wintypes.DWORD, wintypes.BOOL, wintypes.DWORD)),
                 ("TerminateProcess", wintypes.BOOL, (handle, wintypes.UINT)),
                 ("CloseHandle", wintypes.BOOL, (handle,)),
-                ("GetConsoleCP", wintypes.UINT, ())):
+                ("GetConsoleCP", wintypes.UINT, ()),
+                ("CreateFileW", handle, (wintypes.LPCWSTR, wintypes.DWORD, wintypes.DWORD, ctypes.c_void_p,
+                                         wintypes.DWORD, wintypes.DWORD, handle))):
             function = getattr(kernel32, name)
             function.restype, function.argtypes = result, arguments
         return kernel32
@@ -2651,6 +2656,28 @@ else:  # pragma: windows (Windows CPython under Wine in .ci/windows; the README 
 
     def _cache_base():
         return os.environ.get("LOCALAPPDATA") or os.path.expanduser("~\\AppData\\Local")
+
+    def _open_appending(path, flags, mode):
+        """A file to append to (the audit log) that another process may rename while this one has it open:
+        os.open does not share delete, so a rotation by one of the processes sharing the file failed with a
+        sharing violation (WinError 32), and every line of it after that was lost. CreateFileW with
+        FILE_SHARE_DELETE and append-only access (each write lands at the end, as O_APPEND does); os.open when
+        ctypes is not there."""
+        try:
+            import ctypes
+            import msvcrt
+            kernel32 = _kernel32()
+        except (ImportError, OSError, AttributeError):
+            return os.open(path, flags, mode)
+        # FILE_APPEND_DATA | FILE_READ_ATTRIBUTES (fstat) | SYNCHRONIZE; share read, write and delete; OPEN_ALWAYS
+        handle = kernel32.CreateFileW(path, 0x4 | 0x80 | 0x100000, 0x1 | 0x2 | 0x4, None, 4, 0x80, None)
+        if handle in (None, ctypes.c_void_p(-1).value):
+            raise ctypes.WinError(ctypes.get_last_error())
+        try:
+            return msvcrt.open_osfhandle(handle, os.O_WRONLY | os.O_APPEND | getattr(os, "O_BINARY", 0))
+        except OSError:
+            kernel32.CloseHandle(handle)
+            raise
 
     _BINARY_CONTROLS = re.compile(r"[\x00-\x07\x0e-\x1a\x1c-\x1f\x7f]")  # controls no text has (it may have tab to CR, ESC)
 
@@ -4413,10 +4440,49 @@ def _as_text(data, cut):
     return None
 
 
+_MARKS = ((b"\xef\xbb\xbf", "utf-8"), (b"\xff\xfe", "utf-16-le"), (b"\xfe\xff", "utf-16-be"))
+
+
+def _marked_text(data, cut):
+    """Output that says its encoding, as text: after a byte-order mark (UTF-8, or UTF-16, as Windows PowerShell,
+    `reg` and Notepad's files through `type` write it), the mark dropped, or UTF-16LE without one (`cmd /u`: a
+    NUL after each byte of ASCII text); else None. UTF-16 is text only when every character but blanks is
+    printable and, past 16 characters, it has a blank or a line end (bytes that merely start with FF FE are no text),
+    and not when cut by an odd count of bytes."""
+    mark, encoding = next(((mark, name) for mark, name in _MARKS if data.startswith(mark)), (b"", "utf-16-le"))
+    if not mark and (len(data) < 4 or data[1::2].strip(b"\0") or b"\0" in data[0::2]):
+        return None
+    body = data[len(mark):]
+    if encoding != "utf-8" and cut % 2:
+        return None
+    for end in range(len(body), len(body) - (4 if cut else 1), -1):
+        try:
+            text = body[:end].decode(encoding)
+        except UnicodeDecodeError:
+            continue
+        if encoding == "utf-8" or "".join(text.split()).isprintable() and (
+                len(text) <= 16 or any(character.isspace() for character in text)):
+            return text  # (binary after FF FE reads as no text: something unprintable, or no blank in it)
+        return None
+    return None
+
+
 def _output_text(data, cut):
-    """A command's output as text: UTF-8, or (on Windows) the ANSI code page, never an image; else None."""
-    text = _as_text(data, bool(cut))
+    """A command's output as text: marked with its encoding (a byte-order mark), UTF-8, or (on Windows) the ANSI
+    code page, never an image; else None."""
+    text = _marked_text(data, cut or 0)
+    if text is None:
+        text = _as_text(data, bool(cut))
     return text if text is not None or _image_type(data) else _local_text(data, bool(cut))
+
+
+def command_text(data):
+    """A command's whole output as a parser (JSON) reads it: as `_output_text` does, so a byte-order mark or
+    the ANSI code page does not make it invalid; ValueError when it is not text."""
+    text = _output_text(data, 0)
+    if text is None:
+        raise ValueError("the output is not text (neither UTF-8 nor, on Windows, the ANSI code page)")
+    return text
 
 
 def cut_binary(data, cut):
@@ -4566,10 +4632,11 @@ def parse_data_uri(value):
 
 
 def _file_name(given):
-    """A file argument's name made safe: its last part, letters, digits and `._-` only, never a leading dot or dash
-    (a hidden file, an option) nor a trailing dot (which Windows drops), a device name of Windows (_DEVICE_NAMES)
+    """A file argument's name made safe: its last part (after any `/`, `\\` or `:`, on every system: Windows read
+    `C:\\Users\\me\\a.txt` and `x:a.txt` as `a.txt`, POSIX as `C__Users_me_a.txt` and `x_a.txt`), letters, digits
+    and `._-` only, never a leading dot or dash (a hidden file, an option) nor a trailing dot (which Windows drops), a device name of Windows (_DEVICE_NAMES)
     with a "_" in front, at most FILE_NAME_MAX characters (its extension kept)."""
-    name = re.sub(r"[^A-Za-z0-9._-]", "_", os.path.basename(given)).lstrip(".-").rstrip(".")
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", re.split(r"[/\\:]", given)[-1]).lstrip(".-").rstrip(".")
     if name.partition(".")[0].upper() in _DEVICE_NAMES:
         name = "_" + name  # on Windows CON, NUL.txt ... name a device wherever they stand, not a file
     if len(name) > FILE_NAME_MAX:  # cut after the "_" is put in front, which the cut keeps
@@ -5080,8 +5147,8 @@ def json_result(name, result: ProcessResult, outcome):
     """`"output_format": "json"`: stdout parsed into structuredContent (an object as is, other JSON
     under "result"); stdout that is not JSON makes the call an error that says so."""
     try:
-        value = json.loads(result.stdout.decode("utf-8"))
-    except ValueError as exc:  # UnicodeDecodeError is a ValueError too
+        value = json.loads(command_text(result.stdout))
+    except ValueError as exc:
         return {"content": [text_block("`%s` declares \"output_format\": \"json\" but its output "
                                        "is not JSON (%s); the output follows." % (name, exc))] + outcome["content"],
                 "isError": True}
@@ -5649,7 +5716,7 @@ class ScriptDirectory(Source):
                 entry["transient"] = True  # a timeout or signal: asked again after a restart
             return entry
         try:
-            meta = json.loads(result.stdout.decode("utf-8") or "{}")
+            meta = json.loads(command_text(result.stdout) or "{}")
             if not isinstance(meta, dict):
                 raise ValueError("expected a JSON object")
         except ValueError as exc:
@@ -5657,7 +5724,7 @@ class ScriptDirectory(Source):
                               "object; the options go to stderr (>&2)" % exc)
             return entry
         try:
-            text = result.stderr.decode("utf-8").strip()
+            text = command_text(result.stderr).strip()
             options = json.loads(text) if text else {}
             script_schema(options)
         except ValueError as exc:
@@ -5759,7 +5826,7 @@ class ScriptDirectory(Source):
             return None
         result = await self.settings.run(self.runner, tool.argv() + ["--state"], timeout=self.help_timeout)
         check_read(uri, result, self.help_timeout, "`%s --state`" % tool.rel)
-        text = _decoded(result.stdout)
+        text = _output_text(result.stdout, 0) or _decoded(result.stdout)
         try:
             json.loads(text)
         except ValueError:
@@ -6591,7 +6658,7 @@ class AuditLog:
         """The descriptor, opened on first use (OSError when the file cannot be written, or is not ours)."""
         if self.fd is None:
             try:
-                fd = os.open(self.path, self.FLAGS, 0o600)
+                fd = _open_appending(self.path, self.FLAGS, 0o600)
             except OSError as exc:
                 if _POSIX and os.path.islink(self.path):
                     raise OSError(exc.errno, "it is a symbolic link (the audit file must be a file of its own)") from None
@@ -15205,6 +15272,20 @@ async def serve_http(server, runner: ProcessRunner, log: Log, host, port, token,
     return 0
 
 
+def listen_problem(exc: OSError, port):
+    """Why `--http` cannot listen, in words: the port in use, or one the system keeps from mcpstudio, rather than
+    the socket error alone (on Windows `[Errno 10048] ... [winerror 10048]`, which names neither)."""
+    import errno
+    if exc.errno == errno.EADDRINUSE:  # 98 on Linux, 48 on macOS, WSAEADDRINUSE (10048) on Windows
+        return ("port %d is in use: another server (another mcpstudio?) listens there; give another port, or "
+                "--http 0 for a free one (%s)" % (port, exc))
+    if exc.errno in (errno.EACCES, getattr(errno, "WSAEACCES", errno.EACCES)):
+        return ("the system does not let mcpstudio listen on port %d: below 1024 that takes privileges, and on "
+                "Windows Hyper-V, WSL or Docker may reserve it (netsh interface ipv4 show excludedportrange "
+                "protocol=tcp); give another port, or --http 0 for a free one (%s)" % (port, exc))
+    return str(exc)
+
+
 def run_http(server, runner: ProcessRunner, log: Log, options, namespaced=None):
     """`--http [HOST:]PORT`: check the address and the token, then serve until stopped (`namespaced(name)`:
     the Server of /mcp/<name>)."""
@@ -15245,7 +15326,7 @@ def run_http(server, runner: ProcessRunner, log: Log, options, namespaced=None):
         return asyncio.run(serve_http(server, runner, log, host, port, token, Instance(name), drain, proxies,
                                       namespaced))
     except OSError as exc:
-        _say("error: --http %s: %s" % (options["http"], exc))
+        _say("error: --http %s: %s" % (options["http"], listen_problem(exc, port)))
         return 1
     except KeyboardInterrupt:
         asyncio.run(runner.stop_all())

@@ -1899,6 +1899,57 @@ class WindowsTests(ScratchDir):
             self.assertEqual(text_of(server.call("ansi", {"kind": "text"})), "h\xe9llo w\xf6rld")
             self.assertIn("blob", server.call("ansi", {"kind": "binary"})["content"][0]["resource"])
 
+    def test_output_marked_with_its_encoding_is_text(self):
+        # Windows programs mark their output's encoding: a UTF-8 byte-order mark (Windows PowerShell 5.1 told to
+        # write UTF-8, a Notepad file through `type`), UTF-16 with its mark (`reg`, PowerShell), UTF-16LE without one
+        # (`cmd /u`). A script whose --help JSON had a UTF-8 mark was left out (`Unexpected UTF-8 BOM`), its JSON
+        # result was no structuredContent, UTF-16 came back as a base64 blob or as text with a NUL after each letter.
+        root = os.path.join(self.tools, "marked")
+        os.mkdir(root)
+        self.script(os.path.join(root, "marked.py"), """\
+            #!%s
+            import json, sys
+            bom, out = b"\\xef\\xbb\\xbf", sys.stdout.buffer
+            if sys.argv[1:] == ["--help"]:
+                out.write(bom + json.dumps({"description": "Marked."}).encode() + b"\\r\\n")
+                sys.stderr.buffer.write(bom + b'{"form": {"required": true, "value_type": "string"}}\\r\\n')
+                sys.exit(0)
+            form = json.load(sys.stdin)["form"]
+            if form == "json":
+                out.write(bom + b'{"ok": true}\\r\\n')
+            else:
+                out.write(("\\ufeff" if form == "utf-16" else "").encode("utf-16-le") + "Gr\\xf6\\xdfe\\r\\n".encode("utf-16-le"))
+            """ % PY)
+        config = os.path.join(self.dir, "marked.json")
+        with open(config, "w") as f:
+            json.dump({"tools": [{"name": "bomjson", "output_format": "json", "command": '"%s" -c "%s"' % (
+                PY, "import sys; sys.stdout.buffer.write(bytes([239, 187, 191]) + b'[1, 2]')")}]}, f)
+        with self.serve("--root-directory", root, "--config", config) as server:
+            server.initialize()
+            tools = {t["name"]: t for t in server.request("tools/list", timeout=60)["result"]["tools"]}
+            self.assertEqual(tools["marked"]["description"], "Marked.", server.context())
+            self.assertEqual(tools["marked"]["inputSchema"]["required"], ["form"])
+            result = server.call("marked", {"form": "json"}, timeout=30)
+            self.assertEqual((result.get("structuredContent"), text_of(result)), ({"ok": True}, '{"ok": true}\r\n'))
+            for form in ("utf-16", "utf-16 unmarked"):
+                self.assertEqual(text_of(server.call("marked", {"form": form}, timeout=30)), "Gr\xf6\xdfe\r\n", form)
+            result = server.call("bomjson", {}, timeout=30)
+            self.assertEqual(result.get("structuredContent"), {"result": [1, 2]}, result)
+
+    def test_the_default_config_path_is_one_path_of_the_system(self):
+        # Without --config and $XDG_CONFIG_HOME, `status` names the config it looked for and the `init` that makes
+        # it: on Windows that was `C:\\Users\\me/.config\\mcpstudio\\config.json`, a `/` among the backslashes.
+        home = os.path.join(self.dir, "home dir")
+        os.mkdir(home)
+        env = dict(self.env, HOME=home, USERPROFILE=home)
+        env.pop("XDG_CONFIG_HOME", None)
+        proc = subprocess.run(SERVER + ["status"], capture_output=True, text=True, timeout=WAIT * 2, env=env,
+                              stdin=subprocess.DEVNULL, cwd=self.dir)
+        self.assertEqual(proc.returncode, 2, proc.stdout + proc.stderr)
+        expected = os.path.join(home, ".config", "mcpstudio", "config.json")
+        self.assertIn("(or a config at %s; create one with: " % expected, proc.stderr)
+        self.assertEqual(proc.stderr.count(expected), 2, proc.stderr)  # and in the init line's -o (quoted: a space)
+
     def test_a_suggested_command_starts_python_as_the_platform_names_it(self):
         # Run as `python mcpstudio.py`, a suggestion says how to run it again: `python3 ...` on POSIX, `py ...` on
         # Windows, where python.org's installer puts no python3 on PATH, and `python` only when asked (it said python3).
@@ -1952,7 +2003,10 @@ class WindowsTests(ScratchDir):
                 ("report.", "report"), ("x...", "x"), ("CONSOLE", "CONSOLE"), ("COM10", "COM10"), ("in file.txt", "in_file.txt"),
                 ("notes ", "notes_"), ("CON .txt", "CON_.txt"),
                 # with issue 41.19's rules too: the leading dash goes, the "_" comes, and a cut name keeps both
-                ("-COM1.txt", "_COM1.txt"), (".nul.", "_nul"), ("AUX." + "a" * 120 + ".txt", "_AUX." + "a" * 91 + ".txt")]
+                ("-COM1.txt", "_COM1.txt"), (".nul.", "_nul"), ("AUX." + "a" * 120 + ".txt", "_AUX." + "a" * 91 + ".txt"),
+                # a name with a folder or a drive in it is its last part on every system (POSIX kept the whole: C__Users_...)
+                ("C:\\Users\\me\\report.txt", "report.txt"), ("dir/sub\\x.txt", "x.txt"), ("a:b.txt", "b.txt"),
+                ("C:\\Users\\me\\NUL.txt", "_NUL.txt")]
         with self.serve("serve", "--config", config) as server:
             server.initialize()
             for name, expected in rows:
@@ -1995,6 +2049,44 @@ class WindowsTests(ScratchDir):
                 "name": name, "arguments": {"text": "\u00fcber http"}}}, session=session)
             self.assertEqual(status, 200, text)
             self.assertEqual(json.loads(text_of(server.messages(text)[-1]["result"])), ["\u00fcber http"])
+
+    def test_http_on_a_port_in_use_says_so(self):
+        # A second --http on a port another server listens on: exit 1 and a sentence that names the port and a way
+        # out; on Windows it was the socket error alone (`[Errno 10048] ... [winerror 10048]`, under Wine `windows
+        # error 0x2740`), which says neither.
+        with HttpServerProcess(PY, self.argv_py, "{text}", env=self.env) as server:
+            proc = subprocess.run(SERVER + ["--http", str(server.port), PY, self.argv_py, "{text}"], env=self.env,
+                                  capture_output=True, text=True, timeout=WAIT * 2, stdin=subprocess.DEVNULL)
+            self.assertEqual(proc.returncode, 1, proc.stderr)
+            self.assertIn("mcpstudio: error: --http %d: port %d is in use: another server (another mcpstudio?) "
+                          "listens there; give another port, or --http 0 for a free one" % (server.port, server.port),
+                          proc.stderr)
+            self.assertIsNone(server.proc.poll(), server.context())
+
+    def test_an_audit_log_two_servers_share_is_rotated(self):
+        # Two servers of one config (two clients) append to one audit file: the one that passes maxBytes rotates it
+        # while the other has it open. On Windows that rename failed (WinError 32, a sharing violation: os.open does
+        # not share delete) and each line of the rotating server was lost from then on.
+        config = os.path.join(self.tools, "audited.json")
+        with open(config, "w") as f:
+            json.dump({"audit": {"file": "audit.jsonl", "maxBytes": 3000, "keep": 3},
+                       "tools": [{"name": "show", "command": '"%s" "%s" {text}' % (PY, self.argv_py)}]}, f)
+        with self.serve("serve", "--config", config) as first, self.serve("serve", "--config", config) as second:
+            first.initialize()
+            second.initialize()
+            calls = [first] + [second] * 12 + [first] * 3  # the first has the file open when the second rotates it
+            for number, server in enumerate(calls):
+                self.assertEqual(self.call_args(server, "show", {"text": "call %d" % number}), ["call %d" % number])
+            self.assertEqual((first.close(), second.close()), (0, 0))
+        for server in (first, second):
+            self.assertNotIn("audit log", "".join(server.stderr))
+        lines = []
+        for name in ("audit.jsonl.3", "audit.jsonl.2", "audit.jsonl.1", "audit.jsonl"):
+            if os.path.exists(os.path.join(self.tools, name)):
+                with open(os.path.join(self.tools, name), encoding="utf-8") as f:
+                    lines += [json.loads(line)["arguments"]["text"] for line in f]
+        self.assertTrue(os.path.exists(os.path.join(self.tools, "audit.jsonl.1")), "never rotated")
+        self.assertEqual(sorted(lines, key=lambda text: int(text.split()[1])), ["call %d" % n for n in range(len(calls))])
 
     def test_tasks(self):
         # A call as a task (the 2025-11-25 era): created, waited for with tasks/result, completed.
@@ -5489,6 +5581,24 @@ class ConformanceClientTests(ScratchDir):
 # --------------------------------------------------------------------------
 
 class OutputFitTests(unittest.TestCase):
+    def test_marked_output_table(self):
+        # Output that says its encoding (a byte-order mark; UTF-16LE's NUL after each ASCII byte) is text in it, the
+        # mark dropped; bytes that only start like UTF-16 are not text (they stay a blob, or UTF-8 as before).
+        wide = "Gr\xf6\xdfe \U0001f600\r\n".encode("utf-16-le")
+        for data, cut, text in (
+                (b"\xef\xbb\xbf{\"a\": 1}\r\n", 0, '{"a": 1}\r\n'),
+                (b"\xff\xfe" + wide, 0, "Gr\xf6\xdfe \U0001f600\r\n"),
+                (b"\xfe\xff" + "Gr\xf6\xdfe\r\n".encode("utf-16-be"), 0, "Gr\xf6\xdfe\r\n"),
+                ("wide text\r\n".encode("utf-16-le"), 0, "wide text\r\n"),  # cmd /u
+                (b"\xff\xfe" + wide, 2, "Gr\xf6\xdfe \U0001f600\r\n"),  # an even cut: read
+                (b"\xff\xfe" + wide[:-1], 1, None),  # an odd cut: not UTF-16 (not UTF-8 either)
+                (b"\xff\xfe\x00binary", 0, None),  # an odd count of bytes after the mark
+                (b"\xff\xfe" + bytes(range(1, 40)), 0, None),  # unprintable in UTF-16
+                (b"\xff\xfe" + ("\u6211" * 20).encode("utf-16-le"), 0, None),  # 20 characters, no blank
+                (b"a\x00\x01\x00", 0, "a\x00\x01\x00")):  # not UTF-16 text: UTF-8, as it was
+            with self.subTest(data=data[:12], cut=cut):
+                self.assertEqual(mcpstudio._output_text(data, cut), text)
+
     def test_fit_text_table(self):
         # Under the budget a text is untouched; past it, whole lines of head and tail around an exact note.
         uri = "mcpstudio://output/k"
