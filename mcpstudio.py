@@ -4450,7 +4450,7 @@ def _marked_text(data, cut):
     printable and, past 16 characters, it has a blank or a line end (bytes that merely start with FF FE are no text),
     and not when cut by an odd count of bytes."""
     mark, encoding = next(((mark, name) for mark, name in _MARKS if data.startswith(mark)), (b"", "utf-16-le"))
-    if not mark and (len(data) < 4 or data[1::2].strip(b"\0") or b"\0" in data[0::2]):
+    if not mark and (len(data) < 4 or data[1] or data[1::2].strip(b"\0") or b"\0" in data[0::2]):  # (data[1]: no copy)
         return None
     body = data[len(mark):]
     if encoding != "utf-8" and cut % 2:
