@@ -12614,7 +12614,7 @@ class Aggregator(Source):
         self.manager = ManagerTools(self.namespace, lambda: self.upstreams, self.reload, metrics, admits)
         self.bridge = along.bridge if along else InputBridge()
         self.downstream = along.downstream if along else Downstream(self, self.bridge)
-        self.shared = along.shared if along else {}  # server id -> the Upstream every namespace's URL uses
+        self.shared = along.shared if along else {}  # server id -> the Upstream of namespace URLs, where /mcp runs none
         self.instances = IsolatedInstances(runner, log, self.downstream, self.cache_dir, config_path,
                                            self.namespace.manager_name("servers_start"))
         self.upstream_skills = UpstreamSkills(self.namespace, log, lambda: self.upstreams, self._active, self._discover,
@@ -12629,8 +12629,13 @@ class Aggregator(Source):
 
     @property
     def upstreams(self):
-        """id -> Upstream, of the active namespace, in config order (a reload replaces them)."""
-        return self.config.upstreams
+        """id -> Upstream, of the active namespace, in config order (a reload replaces them). A namespace URL's
+        server that /mcp runs too is /mcp's current one: a /mcp reload that restarts it restarts it for every URL,
+        and no URL starts its stopped process again beside the new one."""
+        if self.along is None:
+            return self.config.upstreams
+        current = self.along.upstreams
+        return {sid: current.get(sid, upstream) for sid, upstream in self.config.upstreams.items()}
 
     def _new_upstream(self, spec: UpstreamSpec) -> Upstream:
         return Upstream(spec.listed(), self.runner, self.log, self.downstream, self.cache_dir,
@@ -12714,8 +12719,10 @@ class Aggregator(Source):
         """The Upstream of the server `sid`: a namespace's URL runs the one an earlier URL runs (/mcp's first)."""
         if self.along is None:
             return self._new_upstream(spec)
-        if sid not in self.shared:
-            self.shared[sid] = self.along.upstreams.get(sid) or self._new_upstream(spec)
+        if sid in self.along.upstreams:  # as /mcp runs it now (see upstreams)
+            return self.along.upstreams[sid]
+        if sid not in self.shared:  # a server of namespaces /mcp does not serve: the first of their URLs starts it
+            self.shared[sid] = self._new_upstream(spec)
         return self.shared[sid]
 
     def session_started(self, session=None):
@@ -13128,8 +13135,9 @@ class Aggregator(Source):
             self.log.info("waiting up to %g s for %s to list its tools, to cache them", CACHE_LINGER,
                           ", ".join(u.spec.id for u in first))
             await asyncio.wait([u.start() for u in first], timeout=CACHE_LINGER)
-        await asyncio.gather(*(u.stop("mcpstudio is exiting") for u in list(self.upstreams.values())
-                               + self.instances.upstreams()), return_exceptions=True)
+        running = dict.fromkeys(list(self.upstreams.values()) + list(self.config.upstreams.values()))  # (see upstreams)
+        await asyncio.gather(*(u.stop("mcpstudio is exiting") for u in list(running) + self.instances.upstreams()),
+                             return_exceptions=True)
         for source in self.local:
             await source.close()
 

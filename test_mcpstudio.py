@@ -17704,6 +17704,37 @@ class NamespaceUrlTests(AggregatorCase):
             self.assertIn("ns.json", text)
         self.assertTrue(wait_until(lambda: not any(alive(int(pid)) for line in pids for pid in line[:2]), WAIT))
 
+    def test_a_reload_of_mcp_reaches_every_url_of_its_servers(self):
+        # A server /mcp runs and a namespace URL serves too is /mcp's current process at every URL: after a reload
+        # of /mcp restarts it, a URL opened before and one opened after both call the new process (the stopped one
+        # is never started again beside it) and list what it lists now; at exit no process of it is left.
+        fake = [self.fake, "--pidfile", self.pids, "--name", "alpha", "--only"]
+        path = os.path.join(self.dir, "ns.json")
+        data = {"mcpServers": {"alpha": {"command": PY, "args": fake + ["echo,env"]}},
+                "namespaces": {"work": ["alpha"], "play": ["alpha"], "spare": ["alpha"]}, "defaultNamespace": "work"}
+        with open(path, "w") as f:
+            json.dump(data, f)
+        alphas = lambda names: [n for n in names if n.startswith("alpha__")]  # noqa: E731
+        with HttpServerProcess("--config", path, "--rescan", "0", env=self.env) as http:
+            self.assertEqual(self.call(http, "/mcp/play", "alpha__echo", {"text": "one"}), "alpha: one")
+            self.assertEqual(alphas(self.tools(http, "/mcp/play")), ["alpha__echo", "alpha__env"])
+            with open(self.pids) as f:
+                first = int(f.read().split()[0])  # alpha's process, which /mcp/play started
+            data["mcpServers"]["alpha"]["args"] = fake + ["echo"]  # its command changed: a reload restarts it
+            with open(path, "w") as f:
+                json.dump(data, f)
+            self.assertEqual(json.loads(self.call(http, "/mcp", "mcpstudio__config_reload", {}))["restarted"], ["alpha"])
+            self.assertTrue(wait_until(lambda: not alive(first)))
+            for url in ("/mcp/play", "/mcp/spare", "/mcp"):  # opened before the reload, after it, and /mcp
+                with self.subTest(url=url):
+                    self.assertEqual(self.call(http, url, "alpha__echo", {"text": url}), "alpha: " + url)
+                    self.assertEqual(alphas(self.tools(http, url)), ["alpha__echo"])
+            with open(self.pids) as f:
+                started = [line.split() for line in f if line.split()[2:] == ["alpha"]]
+            self.assertEqual(len(started), 2, started)  # the first, and the one the reload started: no third
+            self.assertFalse(alive(first))
+        self.assertTrue(wait_until(lambda: not any(alive(int(pid)) for line in started for pid in line[:2]), WAIT))
+
     def test_the_result_cache_keeps_each_namespaces_answers_apart(self):
         # Two namespaces may curate one tool differently (here: a fixed `text` each): the one result cache of
         # every URL keeps their answers apart, so /mcp/b never gets what /mcp/a's fixed value answered.
