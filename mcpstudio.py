@@ -10936,7 +10936,7 @@ class BackChannel:
 
     def message(self, message, cause=None):
         """A request or notification from the server (`cause`: the CallContext of the call whose stream
-        it came on, over HTTP)."""
+        it came on, over HTTP: a log line there is that call's, never another session's)."""
         method = message["method"]
         params = _object(message.get("params"))
         if "id" in message and method == "ping":
@@ -10968,8 +10968,11 @@ class BackChannel:
             if ctx and isinstance(params.get("progress"), NUMBER):
                 ctx.progress(params["progress"], params.get("total"), params.get("message"))
         elif method == "notifications/message":
-            self.downstream.forward_log(params.get("level") if params.get("level") in LOG_LEVELS else "info",
-                                        params.get("data"), self.server_id, self.owner)  # the server id as logger
+            level = params.get("level") if params.get("level") in LOG_LEVELS else "info"
+            if cause is not None:  # on the stream of a call: that call's, told its client alone (its own stream)
+                cause.log(level, params.get("data"), self.server_id)
+            else:
+                self.downstream.forward_log(level, params.get("data"), self.server_id, self.owner)  # the id as logger
         elif method.endswith("/list_changed") and self.state() == "running":
             self.relist()
 

@@ -14416,6 +14416,35 @@ class IsolationTests(AggregatorCase):
             self.assertIn("server `desk` sent notifications/elicitation/complete outside any call while 2 people are "
                           "connected: refused", http.stderr_when(lambda text: "outside any call while" in text))
 
+    def test_a_shared_servers_log_line_of_a_call_reaches_only_its_caller(self):
+        # A shared URL server's log line on the stream of alice's call (notifications/message: her call's, her
+        # data) went to every session, bob's GET stream too. Now it reaches alice on her call's own stream and bob
+        # hears nothing of it; a line that names no call (desk's, over stdio) still reaches everyone.
+        crm = RecordingMcpServer()
+        self.addCleanup(crm.close)
+        path = os.path.join(self.dir, "shared.json")
+        with open(path, "w") as f:
+            json.dump({"mcpServers": {"crm": {"url": crm.url},
+                                      "desk": {"command": PY, "args": [self.fake, "--only", "tell", "--tell"]}},
+                       "people": {name: {"tokenSha256": hashlib.sha256(token.encode()).hexdigest()}
+                                  for name, token in self.TOKENS.items()}}, f)
+        with HttpServerProcess("serve", "--config", path, "--no-manager-tools", env=self.env) as http:
+            sessions = {name: self.open_session(http, name) for name in ("bob", "alice")}
+            stream = self.listen(http, "bob", sessions["bob"])
+            status, _, text = http.post({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
+                "name": "crm__whoami", "arguments": {"say": "alice-private line"}}}, session=sessions["alice"],
+                headers={"Authorization": "Bearer " + self.TOKENS["alice"]})
+            self.assertEqual(status, 200, text)
+            self.assertEqual(self.call(http, "bob", "desk__tell", {"messages": [
+                {"jsonrpc": "2.0", "method": "notifications/message", "params": {
+                    "level": "info", "logger": "desk", "data": "for everyone"}}]}, sessions["bob"]), "told")
+            heard = self.read_until(stream, lambda m: (m.get("params") or {}).get("data") == "for everyone")
+            self.assertFalse([m for m in heard if "alice-private" in json.dumps(m)], heard)
+            messages = http.messages(text)
+            self.assertEqual([(m["params"]["logger"], m["params"]["data"]) for m in messages
+                              if m.get("method") == "notifications/message"], [("crm", "alice-private line")], messages)
+            self.assertEqual(text_of(messages[-1]["result"]), "crm said")
+
     def test_a_persons_process_answers_are_cached_for_that_person(self):
         # The result cache keyed by route (issue 41.2: server id, its run, the tool's own name) with isolation
         # (issue 45): a person's own process answers under the server's route, so alice's repeated call is answered
@@ -15523,6 +15552,18 @@ class RecordingMcpServer(ThreadedHttpServer):
                 elif message["method"] == "tools/list":
                     self.reply(200, {"jsonrpc": "2.0", "id": message["id"], "result": {"tools": [
                         {"name": "whoami", "inputSchema": {"type": "object"}}]}})
+                elif message["method"] == "tools/call" and "say" in (message["params"].get("arguments") or {}):
+                    # a log line on the call's own stream (SSE), then the result: what it says is that call's
+                    said = {"jsonrpc": "2.0", "method": "notifications/message", "params": {
+                        "level": "info", "logger": "crm", "data": message["params"]["arguments"]["say"]}}
+                    result = {"jsonrpc": "2.0", "id": message["id"], "result": {"content": [
+                        {"type": "text", "text": "crm said"}]}}
+                    data = b"".join(b"event: message\ndata: " + json.dumps(m).encode() + b"\n\n" for m in (said, result))
+                    self.send_response(200)
+                    self.send_header("Content-Type", "text/event-stream")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
                 elif message["method"] == "tools/call":
                     self.reply(200, {"jsonrpc": "2.0", "id": message["id"], "result": {"content": [
                         {"type": "text", "text": "crm called"}]}})
