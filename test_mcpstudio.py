@@ -12057,6 +12057,8 @@ def fake_server(args):
             result = {}
         elif method in ("resources/subscribe", "resources/unsubscribe"):  # updated at once, so the test sees it
             result = {}
+            with open(opt("--subscribe-file", os.devnull), "a") as f:  # what it was asked, one line each
+                f.write("%s %s\n" % (method, params.get("uri")))
             if method == "resources/subscribe":
                 threading.Timer(0.1, send, ({"jsonrpc": "2.0", "method": "notifications/resources/updated",
                                              "params": {"uri": params.get("uri")}},)).start()
@@ -14444,6 +14446,41 @@ class IsolationTests(AggregatorCase):
             self.assertEqual([(m["params"]["logger"], m["params"]["data"]) for m in messages
                               if m.get("method") == "notifications/message"], [("crm", "alice-private line")], messages)
             self.assertEqual(text_of(messages[-1]["result"]), "crm said")
+
+    def test_a_resource_update_reaches_only_who_subscribed(self):
+        # alice subscribes to a shared server's resource; its notifications/resources/updated went to every session,
+        # and bob's unsubscribe (of a URI he never subscribed to) ended hers at the server. Now bob hears no update of
+        # it, his unsubscribe leaves hers on (the server is not told), and she still hears them.
+        subscribed = os.path.join(self.dir, "subscribed")
+        path = os.path.join(self.dir, "watched.json")
+        with open(path, "w") as f:
+            json.dump({"mcpServers": {"desk": {"command": PY, "args": [
+                self.fake, "--only", "tell", "--tell", "--name", "desk", "--subscribe-file", subscribed]}},
+                "people": {name: {"tokenSha256": hashlib.sha256(token.encode()).hexdigest()}
+                           for name, token in self.TOKENS.items()}}, f)
+        with HttpServerProcess("serve", "--config", path, "--no-manager-tools", env=self.env) as http:
+            sessions = {name: self.open_session(http, name) for name in ("bob", "alice")}
+            streams = {name: self.listen(http, name, sessions[name]) for name in ("bob", "alice")}
+
+            def ask(name, method, params):
+                status, _, text = http.post({"jsonrpc": "2.0", "id": 3, "method": method, "params": params},
+                                            session=sessions[name],
+                                            headers={"Authorization": "Bearer " + self.TOKENS[name]})
+                self.assertEqual(status, 200, text)
+                return http.messages(text)[-1]
+            self.assertEqual(ask("alice", "resources/subscribe", {"uri": "fake://desk/info"})["result"], {})
+            self.assertEqual(ask("bob", "resources/unsubscribe", {"uri": "fake://desk/info"})["result"], {})
+            self.assertEqual(self.call(http, "bob", "desk__tell", {"messages": [
+                {"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": "fake://desk/info"}},
+                {"jsonrpc": "2.0", "method": "notifications/message", "params": {
+                    "level": "info", "logger": "desk", "data": "after the update"}}]}, sessions["bob"]), "told")
+            heard = {name: [m["params"]["uri"] for m in self.read_until(
+                streams[name], lambda m: (m.get("params") or {}).get("data") == "after the update")
+                if m.get("method") == "notifications/resources/updated"] for name in ("bob", "alice")}
+            self.assertEqual(heard["bob"], [], heard)
+            self.assertIn("fake://desk/info", heard["alice"])
+        with open(subscribed) as f:
+            self.assertEqual(f.read().splitlines(), ["resources/subscribe fake://desk/info"])
 
     def test_a_persons_process_answers_are_cached_for_that_person(self):
         # The result cache keyed by route (issue 41.2: server id, its run, the tool's own name) with isolation
