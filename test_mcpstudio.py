@@ -15530,6 +15530,38 @@ class TeamGatewayTests(ScratchDir):
             self.assertEqual(status, 200, text)
 
 
+    def test_another_persons_session_and_task_cannot_be_touched(self):
+        # bob with alice's Mcp-Session-Id: his GET stream and his DELETE are 404 (as if not there), without a token
+        # 401; in his own session her task is not listed, and tasks/cancel and tasks/result of it are "Unknown
+        # task". Her session and her task go on.
+        from http.client import HTTPConnection
+        with HttpServerProcess("serve", "--config", self.config()) as http:
+            alice, bob = self.session(http, "alice"), self.session(http, "bob")
+            status, _, text = http.post({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {
+                "name": "slow", "arguments": {"seconds": "30"}, "task": {"ttl": 60000}}}, session=alice,
+                headers=self.auth("alice"))
+            task = http.messages(text)[-1]["result"]["task"]["taskId"]
+            connection = HTTPConnection("127.0.0.1", http.port, timeout=WAIT)
+            self.addCleanup(connection.close)
+            connection.request("GET", "/mcp", headers=dict(self.auth("bob"), **{
+                "Accept": "text/event-stream", "Mcp-Session-Id": alice}))
+            stream = connection.getresponse()
+            self.assertEqual(stream.status, 404, stream.read())
+            self.assertEqual(http.post(None, session=alice, method="DELETE", headers=self.auth("bob"))[0], 404)
+            self.assertEqual(http.post(None, session=alice, method="DELETE")[0], 401)
+            for method in ("tasks/cancel", "tasks/result"):
+                status, _, text = http.post({"jsonrpc": "2.0", "id": 5, "method": method, "params": {"taskId": task}},
+                                            session=bob, headers=self.auth("bob"))
+                self.assertIn("Unknown task", http.messages(text)[-1]["error"]["message"], method)
+            status, _, text = http.post({"jsonrpc": "2.0", "id": 6, "method": "tasks/list"}, session=bob,
+                                        headers=self.auth("bob"))
+            self.assertEqual(http.messages(text)[-1]["result"]["tasks"], [])
+            status, _, text = http.post({"jsonrpc": "2.0", "id": 7, "method": "tasks/get", "params": {"taskId": task}},
+                                        session=alice, headers=self.auth("alice"))
+            self.assertEqual(http.messages(text)[-1]["result"]["status"], "working", text)
+            http.post({"jsonrpc": "2.0", "id": 8, "method": "tasks/cancel", "params": {"taskId": task}}, session=alice,
+                      headers=self.auth("alice"))
+
     def test_one_person_cannot_fill_the_task_table(self):
         # A person keeps at most half of the server's tasks (TASK_LIMIT 100): alice's 51st running task is refused,
         # saying the limit, and bob can still start his; her ended task makes room for her next one.
