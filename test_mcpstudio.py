@@ -14482,6 +14482,34 @@ class IsolationTests(AggregatorCase):
         with open(subscribed) as f:
             self.assertEqual(f.read().splitlines(), ["resources/subscribe fake://desk/info"])
 
+    def test_a_log_line_nobody_heard_is_not_kept_for_the_next_person(self):
+        # A shared server's log line that names no call, said while no session is open (alice calls in the
+        # 2026-07-28 era, which has none), was kept for the next session: bob, opening his GET stream before his
+        # notifications/initialized, was handed it. With people signing in nothing is kept for a later session.
+        path = os.path.join(self.dir, "held.json")
+        with open(path, "w") as f:
+            json.dump({"mcpServers": {"desk": {"command": PY, "args": [self.fake, "--only", "tell", "--tell"]}},
+                       "people": {name: {"tokenSha256": hashlib.sha256(token.encode()).hexdigest()}
+                                  for name, token in self.TOKENS.items()}}, f)
+        with HttpServerProcess("serve", "--config", path, "--no-manager-tools", env=self.env) as http:
+            self.assertEqual(self.call(http, "alice", "desk__tell", {"messages": [
+                {"jsonrpc": "2.0", "method": "notifications/message", "params": {
+                    "level": "info", "logger": "desk", "data": "alice-private unheard"}}]}), "told")
+            time.sleep(0.5)  # (sent at once after the answer; the next answer comes after it on the same pipe)
+            self.assertEqual(self.call(http, "alice", "desk__tell", {"messages": []}), "told")
+            auth = {"Authorization": "Bearer " + self.TOKENS["bob"]}
+            status, headers, text = http.post({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bob", "version": "0"}}},
+                headers=auth)
+            session = headers["mcp-session-id"]
+            stream = self.listen(http, "bob", session)
+            http.post({"jsonrpc": "2.0", "method": "notifications/initialized"}, session=session, headers=auth)
+            self.assertEqual(self.call(http, "bob", "desk__tell", {"messages": [
+                {"jsonrpc": "2.0", "method": "notifications/message", "params": {
+                    "level": "info", "logger": "desk", "data": "for everyone"}}]}, session), "told")
+            heard = self.read_until(stream, lambda m: (m.get("params") or {}).get("data") == "for everyone")
+            self.assertFalse([m for m in heard if "alice-private" in json.dumps(m)], heard)
+
     def test_a_persons_process_answers_are_cached_for_that_person(self):
         # The result cache keyed by route (issue 41.2: server id, its run, the tool's own name) with isolation
         # (issue 45): a person's own process answers under the server's route, so alice's repeated call is answered
