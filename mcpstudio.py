@@ -7495,7 +7495,7 @@ async def listen(server, params, ctx):
             granted["resourceSubscriptions"] = []
             for uri in dict.fromkeys(u for u in uris if isinstance(u, str)):
                 try:
-                    await server.catalog.subscribe("resources/subscribe", uri, ctx)
+                    await server.watch(uri, ctx, True, ctx)
                 except McpError as exc:  # an UpstreamError too
                     server.log.debug("subscriptions/listen: %s not subscribed: %s", uri, exc.message)
                 else:
@@ -7506,7 +7506,7 @@ async def listen(server, params, ctx):
     finally:
         server.subscriptions.remove(entry)
         for uri in granted.get("resourceSubscriptions", ()):
-            asyncio.ensure_future(_quietly(server.catalog.subscribe("resources/unsubscribe", uri, ctx)))
+            asyncio.ensure_future(_quietly(server.watch(uri, ctx, False, ctx)))
 
 
 def modern_methods(server):
@@ -11022,7 +11022,7 @@ class BackChannel:
 
     def message(self, message, cause=None):
         """A request or notification from the server (`cause`: the CallContext of the call whose stream
-        it came on, over HTTP)."""
+        it came on, over HTTP: a log line there is that call's, never another session's)."""
         method = message["method"]
         params = _object(message.get("params"))
         if "id" in message and method == "ping":
@@ -11054,8 +11054,11 @@ class BackChannel:
             if ctx and isinstance(params.get("progress"), NUMBER):
                 ctx.progress(params["progress"], params.get("total"), params.get("message"))
         elif method == "notifications/message":
-            self.downstream.forward_log(params.get("level") if params.get("level") in LOG_LEVELS else "info",
-                                        params.get("data"), self.server_id, self.owner)  # the server id as logger
+            level = params.get("level") if params.get("level") in LOG_LEVELS else "info"
+            if cause is not None:  # on the stream of a call: that call's, told its client alone (its own stream)
+                cause.log(level, params.get("data"), self.server_id)
+            else:
+                self.downstream.forward_log(level, params.get("data"), self.server_id, self.owner)  # the id as logger
         elif method.endswith("/list_changed") and self.state() == "running":
             self.relist()
 
@@ -13267,6 +13270,7 @@ class Server:
         self._modern_methods = None  # 2026-07-28's methods, built on the first request of that era
         self._snapshots = {}  # listing key -> what its last first page was cut from
         self.subscriptions = []  # (CallContext of a subscriptions/listen, what it subscribed to)
+        self.subscribers = {}    # resource URI -> who subscribed to it: handshake-era Sessions, listens' CallContexts
 
     def start(self, session=None):
         """Begin the sources' background work, their changes reported here; `session`: the one client (stdio;
@@ -13315,6 +13319,10 @@ class Server:
         if session in self.sessions:
             self.sessions.remove(session)
         self.tasks.forget(session)
+        for uri, holders in list(self.subscribers.items()):  # its subscriptions end
+            holders.discard(session)
+            if not holders:
+                del self.subscribers[uri]
         for source in self.catalog.sources:  # an Aggregator: the session's own servers stop
             source.sweep_instances(session)
 
@@ -13360,8 +13368,9 @@ class Server:
     def source_notification(self, method, params, owner=None):
         """A notification from a source for every client (a subscribed resource was updated; an isolated
         process's: its owner's only); a 2026-07-28 client hears of the resources its subscriptions/listen names."""
+        updated = method == "notifications/resources/updated"  # for who subscribed to its URI alone
         for session in self.sessions:
-            if owned_by(session, owner):
+            if owned_by(session, owner) and (not updated or self.subscribed(params.get("uri"), session)):
                 session.notify(method, params)
         for ctx, granted in list(self.subscriptions):
             if params.get("uri") in granted.get("resourceSubscriptions", ()) and owned_by(ctx.session, owner):
@@ -13369,11 +13378,12 @@ class Server:
 
     def source_log(self, level, text, logger="mcpstudio", owner=None, meta=None):
         """A log line from a source, forwarded to clients that asked for that level; an isolated process's
-        (`owner`) only to its person's (or session's) sessions, never held for a later client."""
+        (`owner`) only to its person's (or session's) sessions, never held for a later client. A line nobody
+        heard is held for the first client only while no person signs in: a later session may be anyone's."""
         for session in self.sessions:
             if owned_by(session, owner):
                 session.log_to_client(level, text, logger, meta)
-        if not self.sessions and owner is None and len(self._held_logs) < 100:
+        if not self.sessions and owner is None and not self.guard.sign_in and len(self._held_logs) < 100:
             self._held_logs.append((level, text, logger, meta))
 
     # -- methods ------------------------------------------------------------------
@@ -13633,8 +13643,28 @@ class Server:
                                        self.catalog.get_prompt(name, arguments, ctx))
 
     async def subscribe(self, params, ctx, method):
-        """`resources/subscribe` and `unsubscribe`: passed to the server that holds the URI."""
-        return await self.catalog.subscribe(method, _uri_param(params, method), ctx)
+        """`resources/subscribe` and `unsubscribe`: passed to the server that holds the URI, for this session."""
+        return await self.watch(_uri_param(params, method), ctx.session, method == "resources/subscribe", ctx)
+
+    async def watch(self, uri, holder, on, ctx):
+        """Subscribe `holder` (a session, or a 2026-07-28 listen's CallContext) to `uri` (`on`), or unsubscribe it.
+        One server connection carries everyone's subscriptions: its updates go only to who subscribed, and the
+        server is told to stop only when the last of them unsubscribes (one person's unsubscribe never ends
+        another's subscription)."""
+        if on:
+            result = await self.catalog.subscribe("resources/subscribe", uri, ctx)  # -32002: nothing held
+            self.subscribers.setdefault(uri, set()).add(holder)
+            return result
+        holders = self.subscribers.get(uri, set())
+        holders.discard(holder)
+        if holders:
+            return {}
+        self.subscribers.pop(uri, None)
+        return await self.catalog.subscribe("resources/unsubscribe", uri, ctx)
+
+    def subscribed(self, uri, holder):
+        """Whether `holder` subscribed to `uri` (its resources/updated is for it)."""
+        return isinstance(uri, str) and holder in self.subscribers.get(uri, ())
 
     async def complete(self, params, ctx):
         """`completion/complete`: routed by its reference to the server that owns the prompt or template."""

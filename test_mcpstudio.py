@@ -12279,6 +12279,8 @@ def fake_server(args):
             result = {}
         elif method in ("resources/subscribe", "resources/unsubscribe"):  # updated at once, so the test sees it
             result = {}
+            with open(opt("--subscribe-file", os.devnull), "a") as f:  # what it was asked, one line each
+                f.write("%s %s\n" % (method, params.get("uri")))
             if method == "resources/subscribe":
                 threading.Timer(0.1, send, ({"jsonrpc": "2.0", "method": "notifications/resources/updated",
                                              "params": {"uri": params.get("uri")}},)).start()
@@ -14683,6 +14685,98 @@ class IsolationTests(AggregatorCase):
             self.assertIn("server `desk` sent notifications/elicitation/complete outside any call while 2 people are "
                           "connected: refused", http.stderr_when(lambda text: "outside any call while" in text))
 
+    def test_a_shared_servers_log_line_of_a_call_reaches_only_its_caller(self):
+        # A shared URL server's log line on the stream of alice's call (notifications/message: her call's, her
+        # data) went to every session, bob's GET stream too. Now it reaches alice on her call's own stream and bob
+        # hears nothing of it; a line that names no call (desk's, over stdio) still reaches everyone.
+        crm = RecordingMcpServer()
+        self.addCleanup(crm.close)
+        path = os.path.join(self.dir, "shared.json")
+        with open(path, "w") as f:
+            json.dump({"mcpServers": {"crm": {"url": crm.url},
+                                      "desk": {"command": PY, "args": [self.fake, "--only", "tell", "--tell"]}},
+                       "people": {name: {"tokenSha256": hashlib.sha256(token.encode()).hexdigest()}
+                                  for name, token in self.TOKENS.items()}}, f)
+        with HttpServerProcess("serve", "--config", path, "--no-manager-tools", env=self.env) as http:
+            sessions = {name: self.open_session(http, name) for name in ("bob", "alice")}
+            stream = self.listen(http, "bob", sessions["bob"])
+            status, _, text = http.post({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
+                "name": "crm__whoami", "arguments": {"say": "alice-private line"}}}, session=sessions["alice"],
+                headers={"Authorization": "Bearer " + self.TOKENS["alice"]})
+            self.assertEqual(status, 200, text)
+            self.assertEqual(self.call(http, "bob", "desk__tell", {"messages": [
+                {"jsonrpc": "2.0", "method": "notifications/message", "params": {
+                    "level": "info", "logger": "desk", "data": "for everyone"}}]}, sessions["bob"]), "told")
+            heard = self.read_until(stream, lambda m: (m.get("params") or {}).get("data") == "for everyone")
+            self.assertFalse([m for m in heard if "alice-private" in json.dumps(m)], heard)
+            messages = http.messages(text)
+            self.assertEqual([(m["params"]["logger"], m["params"]["data"]) for m in messages
+                              if m.get("method") == "notifications/message"], [("crm", "alice-private line")], messages)
+            self.assertEqual(text_of(messages[-1]["result"]), "crm said")
+
+    def test_a_resource_update_reaches_only_who_subscribed(self):
+        # alice subscribes to a shared server's resource; its notifications/resources/updated went to every session,
+        # and bob's unsubscribe (of a URI he never subscribed to) ended hers at the server. Now bob hears no update of
+        # it, his unsubscribe leaves hers on (the server is not told), and she still hears them.
+        subscribed = os.path.join(self.dir, "subscribed")
+        path = os.path.join(self.dir, "watched.json")
+        with open(path, "w") as f:
+            json.dump({"mcpServers": {"desk": {"command": PY, "args": [
+                self.fake, "--only", "tell", "--tell", "--name", "desk", "--subscribe-file", subscribed]}},
+                "people": {name: {"tokenSha256": hashlib.sha256(token.encode()).hexdigest()}
+                           for name, token in self.TOKENS.items()}}, f)
+        with HttpServerProcess("serve", "--config", path, "--no-manager-tools", env=self.env) as http:
+            sessions = {name: self.open_session(http, name) for name in ("bob", "alice")}
+            streams = {name: self.listen(http, name, sessions[name]) for name in ("bob", "alice")}
+
+            def ask(name, method, params):
+                status, _, text = http.post({"jsonrpc": "2.0", "id": 3, "method": method, "params": params},
+                                            session=sessions[name],
+                                            headers={"Authorization": "Bearer " + self.TOKENS[name]})
+                self.assertEqual(status, 200, text)
+                return http.messages(text)[-1]
+            self.assertEqual(ask("alice", "resources/subscribe", {"uri": "fake://desk/info"})["result"], {})
+            self.assertEqual(ask("bob", "resources/unsubscribe", {"uri": "fake://desk/info"})["result"], {})
+            self.assertEqual(self.call(http, "bob", "desk__tell", {"messages": [
+                {"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": "fake://desk/info"}},
+                {"jsonrpc": "2.0", "method": "notifications/message", "params": {
+                    "level": "info", "logger": "desk", "data": "after the update"}}]}, sessions["bob"]), "told")
+            heard = {name: [m["params"]["uri"] for m in self.read_until(
+                streams[name], lambda m: (m.get("params") or {}).get("data") == "after the update")
+                if m.get("method") == "notifications/resources/updated"] for name in ("bob", "alice")}
+            self.assertEqual(heard["bob"], [], heard)
+            self.assertIn("fake://desk/info", heard["alice"])
+        with open(subscribed) as f:
+            self.assertEqual(f.read().splitlines(), ["resources/subscribe fake://desk/info"])
+
+    def test_a_log_line_nobody_heard_is_not_kept_for_the_next_person(self):
+        # A shared server's log line that names no call, said while no session is open (alice calls in the
+        # 2026-07-28 era, which has none), was kept for the next session: bob, opening his GET stream before his
+        # notifications/initialized, was handed it. With people signing in nothing is kept for a later session.
+        path = os.path.join(self.dir, "held.json")
+        with open(path, "w") as f:
+            json.dump({"mcpServers": {"desk": {"command": PY, "args": [self.fake, "--only", "tell", "--tell"]}},
+                       "people": {name: {"tokenSha256": hashlib.sha256(token.encode()).hexdigest()}
+                                  for name, token in self.TOKENS.items()}}, f)
+        with HttpServerProcess("serve", "--config", path, "--no-manager-tools", env=self.env) as http:
+            self.assertEqual(self.call(http, "alice", "desk__tell", {"messages": [
+                {"jsonrpc": "2.0", "method": "notifications/message", "params": {
+                    "level": "info", "logger": "desk", "data": "alice-private unheard"}}]}), "told")
+            time.sleep(0.5)  # (sent at once after the answer; the next answer comes after it on the same pipe)
+            self.assertEqual(self.call(http, "alice", "desk__tell", {"messages": []}), "told")
+            auth = {"Authorization": "Bearer " + self.TOKENS["bob"]}
+            status, headers, text = http.post({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bob", "version": "0"}}},
+                headers=auth)
+            session = headers["mcp-session-id"]
+            stream = self.listen(http, "bob", session)
+            http.post({"jsonrpc": "2.0", "method": "notifications/initialized"}, session=session, headers=auth)
+            self.assertEqual(self.call(http, "bob", "desk__tell", {"messages": [
+                {"jsonrpc": "2.0", "method": "notifications/message", "params": {
+                    "level": "info", "logger": "desk", "data": "for everyone"}}]}, session), "told")
+            heard = self.read_until(stream, lambda m: (m.get("params") or {}).get("data") == "for everyone")
+            self.assertFalse([m for m in heard if "alice-private" in json.dumps(m)], heard)
+
     def test_a_persons_process_answers_are_cached_for_that_person(self):
         # The result cache keyed by route (issue 41.2: server id, its run, the tool's own name) with isolation
         # (issue 45): a person's own process answers under the server's route, so alice's repeated call is answered
@@ -15731,6 +15825,38 @@ class TeamGatewayTests(ScratchDir):
             self.assertEqual(status, 200, text)
 
 
+    def test_another_persons_session_and_task_cannot_be_touched(self):
+        # bob with alice's Mcp-Session-Id: his GET stream and his DELETE are 404 (as if not there), without a token
+        # 401; in his own session her task is not listed, and tasks/cancel and tasks/result of it are "Unknown
+        # task". Her session and her task go on.
+        from http.client import HTTPConnection
+        with HttpServerProcess("serve", "--config", self.config()) as http:
+            alice, bob = self.session(http, "alice"), self.session(http, "bob")
+            status, _, text = http.post({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {
+                "name": "slow", "arguments": {"seconds": "30"}, "task": {"ttl": 60000}}}, session=alice,
+                headers=self.auth("alice"))
+            task = http.messages(text)[-1]["result"]["task"]["taskId"]
+            connection = HTTPConnection("127.0.0.1", http.port, timeout=WAIT)
+            self.addCleanup(connection.close)
+            connection.request("GET", "/mcp", headers=dict(self.auth("bob"), **{
+                "Accept": "text/event-stream", "Mcp-Session-Id": alice}))
+            stream = connection.getresponse()
+            self.assertEqual(stream.status, 404, stream.read())
+            self.assertEqual(http.post(None, session=alice, method="DELETE", headers=self.auth("bob"))[0], 404)
+            self.assertEqual(http.post(None, session=alice, method="DELETE")[0], 401)
+            for method in ("tasks/cancel", "tasks/result"):
+                status, _, text = http.post({"jsonrpc": "2.0", "id": 5, "method": method, "params": {"taskId": task}},
+                                            session=bob, headers=self.auth("bob"))
+                self.assertIn("Unknown task", http.messages(text)[-1]["error"]["message"], method)
+            status, _, text = http.post({"jsonrpc": "2.0", "id": 6, "method": "tasks/list"}, session=bob,
+                                        headers=self.auth("bob"))
+            self.assertEqual(http.messages(text)[-1]["result"]["tasks"], [])
+            status, _, text = http.post({"jsonrpc": "2.0", "id": 7, "method": "tasks/get", "params": {"taskId": task}},
+                                        session=alice, headers=self.auth("alice"))
+            self.assertEqual(http.messages(text)[-1]["result"]["status"], "working", text)
+            http.post({"jsonrpc": "2.0", "id": 8, "method": "tasks/cancel", "params": {"taskId": task}}, session=alice,
+                      headers=self.auth("alice"))
+
     def test_one_person_cannot_fill_the_task_table(self):
         # A person keeps at most half of the server's tasks (TASK_LIMIT 100): alice's 51st running task is refused,
         # saying the limit, and bob can still start his; her ended task makes room for her next one.
@@ -15790,6 +15916,18 @@ class RecordingMcpServer(ThreadedHttpServer):
                 elif message["method"] == "tools/list":
                     self.reply(200, {"jsonrpc": "2.0", "id": message["id"], "result": {"tools": [
                         {"name": "whoami", "inputSchema": {"type": "object"}}]}})
+                elif message["method"] == "tools/call" and "say" in (message["params"].get("arguments") or {}):
+                    # a log line on the call's own stream (SSE), then the result: what it says is that call's
+                    said = {"jsonrpc": "2.0", "method": "notifications/message", "params": {
+                        "level": "info", "logger": "crm", "data": message["params"]["arguments"]["say"]}}
+                    result = {"jsonrpc": "2.0", "id": message["id"], "result": {"content": [
+                        {"type": "text", "text": "crm said"}]}}
+                    data = b"".join(b"event: message\ndata: " + json.dumps(m).encode() + b"\n\n" for m in (said, result))
+                    self.send_response(200)
+                    self.send_header("Content-Type", "text/event-stream")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
                 elif message["method"] == "tools/call":
                     self.reply(200, {"jsonrpc": "2.0", "id": message["id"], "result": {"content": [
                         {"type": "text", "text": "crm called"}]}})
