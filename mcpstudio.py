@@ -4150,14 +4150,18 @@ class Session:
 
     def _notification(self, method, params):
         if method == "notifications/cancelled":
-            request_id = params.get("requestId")
-            entry = self.inflight.get(request_id) if isinstance(request_id, ID_TYPES) else None
-            if entry:
-                self.log.debug("cancelling request %r: %s", request_id, params.get("reason", ""))
-                entry[1].cancelled = True
-                entry[0].cancel()
+            self.cancel(params.get("requestId"), params.get("reason", ""))
         elif self.on_notification:
             self.on_notification(method, params, self)
+
+    def cancel(self, request_id, reason):
+        """Stop the request `request_id` still runs (the client's notifications/cancelled, or its transport saw it
+        leave); nothing if there is none."""
+        entry = self.inflight.get(request_id) if isinstance(request_id, ID_TYPES) else None
+        if entry:
+            self.log.debug("cancelling request %r: %s", request_id, reason)
+            entry[1].cancelled = True
+            entry[0].cancel()
 
     # -- outgoing ---------------------------------------------------------------
 
@@ -6000,15 +6004,16 @@ class SkillFolders(Source):
         name, description = header.get("name"), header.get("description")
         last = path.rsplit("/", 1)[-1]
         if name is None:
-            return "the frontmatter has no `name`; add `name: %s` (the name of its folder)" % last
+            return "the frontmatter gives no `name` (it has none, or an empty one); write `name: %s` (the name of its " \
+                "folder)" % last
         if not isinstance(name, str) or not re.fullmatch(_SKILL_NAME, name):
             return ("`name` %s breaks the Agent Skills naming rules (1-64 lowercase letters, digits and single "
                     "hyphens, none at either end); give the skill and its folder such a name" % json.dumps(name))
         if name != last:
             return "`name` %s differs from its folder `%s`; make them the same" % (json.dumps(name), last)
         if description is None:
-            return ("the frontmatter has no `description`; add one (1 to 1024 characters) that says what the skill "
-                    "does and when to use it")
+            return ("the frontmatter gives no `description` (it has none, or an empty one); write one (1 to 1024 "
+                    "characters) that says what the skill does and when to use it")
         if not isinstance(description, str) or not 0 < len(description) <= 1024:
             return "`description` must be text of 1 to 1024 characters; say what the skill does and when to use it"
         files = self.files(folder, root)
@@ -15176,9 +15181,7 @@ class HttpServer:
             if not finished and entry and exchange.stream_id is None:  # a JSON response: no stream to resume it by
                 request_id = next((i for i, e in entry.transport.exchanges.items() if e is exchange), None)
                 if request_id is not None:  # cancelled as the client's notifications/cancelled would
-                    entry.session.receive(json.dumps({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {
-                        "requestId": request_id, "reason": "the client closed the connection its JSON response "
-                        "was to come on"}}).encode(), NEWLINE)
+                    entry.session.cancel(request_id, "the client closed the connection its JSON response was to come on")
             if finished and entry:  # delivered to its end: nothing left to resume
                 entry.streams.pop(exchange.stream_id, None)
 
@@ -16398,14 +16401,16 @@ def call_command(words, server_options=()):
     ask = (lambda params: elicitation_answer(params, assume_yes)) if assume_yes or (
         sys.stdin.isatty() and sys.stderr.isatty()) else None
     with StdioClient(_mode_argv(words, "call", server_options), ask=ask, own=words[:1] != ["--"]) as client:
-        client.initialize()
+        hello = _object(client.initialize())
         listed = _object(next((t for t in client.list_all("tools/list", "tools") if t.get("name") == tool), None))
+        tasks = _object(_object(_object(_object(hello.get("capabilities")).get("tasks")).get("requests")).get("tools"))
         try:
             params = {"name": tool, "arguments": dict(given, **_call_arguments(pairs, listed.get("inputSchema")))}
-            if _object(listed.get("execution")).get("taskSupport") == "required":  # a plain call is -32601
-                created = _object(client.request("tools/call", dict(params, task={})).get("task"))
-                result = client.request("tasks/result", {"taskId": created.get("taskId")}, wait=False)  # its end
-            else:
+            if _object(listed.get("execution")).get("taskSupport") == "required" and "call" in tasks:  # plain: -32601
+                result = client.request("tools/call", dict(params, task={}))
+                if isinstance(_object(result.get("task")).get("taskId"), str):  # created: its end is its result
+                    result = client.request("tasks/result", {"taskId": result["task"]["taskId"]}, wait=False)
+            else:  # (a server that declares no tasks answers a task-required tool's plain call, or says why not)
                 result = client.request("tools/call", params, wait=False)
         except McpError as exc:
             _say("error: %s (code %s)" % (exc, exc.code))

@@ -1358,7 +1358,7 @@ class ConstructionTests(unittest.TestCase):
         ("TaskStore._sweep", "task"), ("TaskStore.cancel", "task"), ("TaskStore.start", "task"),
         ("OutputFeed.send", "self.ctx.running"), ("InputBridge._park", "entry"), ("InputBridge.exchange", "entry"),
         ("HttpServer._session", "entry"), ("HttpServer._get", "entry.transport"), ("HttpServer._deliver", "exchange"),
-        ("HttpServer._modern", "exchange"), ("_HttpTransport._keep", "exchange"), ("Session._notification", "entry[1]"),
+        ("HttpServer._modern", "exchange"), ("_HttpTransport._keep", "exchange"), ("Session.cancel", "entry[1]"),
         ("Upstream.lost", "protocol"),
         # parsed records, built field by field by their reader
         ("_read_server", "spec"), ("_read_oauth", "spec"), ("read_upstreams", "spec"),
@@ -7268,6 +7268,7 @@ def skill_tree(root) -> dict:
     write_skill(root, "anchors", "name: anchors\ndescription: &d x\nother: *d")
     write_skill(root, "no-description", "name: no-description")
     write_skill(root, "no-name", "description: x")
+    write_skill(root, "empty-name", "name:\ndescription: x")
     write_skill(root, "too-many", "name: too-many\ndescription: x",
                 files={"f%03d.txt" % i: b"x" for i in range(mcpstudio.SKILL_MAX_FILES)})
     write_skill(root, ".hidden-skill", "name: hidden-skill\ndescription: x")
@@ -7276,8 +7277,9 @@ def skill_tree(root) -> dict:
 
 BAD_SKILLS = {"no-frontmatter": "must begin with a `---` line", "Bad_Name": "naming rules",
               "other-folder": "differs from its folder", "anchors": "anchors are not supported",
-              "no-description": "the frontmatter has no `description`; add one (1 to 1024 characters) that says",
-              "no-name": "the frontmatter has no `name`; add `name: no-name` (the name of its folder)",
+              "no-description": "the frontmatter gives no `description` (it has none, or an empty one); write one (1",
+              "no-name": "the frontmatter gives no `name` (it has none, or an empty one); write `name: no-name` (the",
+              "empty-name": "the frontmatter gives no `name` (it has none, or an empty one); write `name: empty-name`",
               "too-many": "past the limits"}
 
 
@@ -8109,6 +8111,29 @@ class TaskTests(ScratchDir):
         self.assertEqual(out.returncode, 1, out.stderr)
         self.assertIn("failing_job failed on purpose", out.stderr)
         self.assertNotIn("runs only as a task", out.stderr)
+
+    def test_call_of_a_task_tool_on_a_server_without_tasks_is_a_plain_call(self):
+        # A server that lists a tool as task-required but declares no `tasks` capability gets no task request (the
+        # spec forbids one): `call` prints the answer of a plain call, as it did before it made tasks.
+        folder = tempfile.mkdtemp(prefix="mcpstudio-test-")
+        self.addCleanup(shutil.rmtree, folder, True)
+        server = os.path.join(folder, "notasks.py")
+        with open(server, "w") as f:
+            f.write("import json, sys\n"
+                    "for line in sys.stdin:\n"
+                    "    m = json.loads(line)\n"
+                    "    if 'id' not in m:\n"
+                    "        continue\n"
+                    "    r = {'initialize': {'protocolVersion': '2025-11-25', 'capabilities': {'tools': {}},\n"
+                    "                        'serverInfo': {'name': 'notasks', 'version': '1'}},\n"
+                    "         'tools/list': {'tools': [{'name': 'job', 'inputSchema': {'type': 'object'},\n"
+                    "                                   'execution': {'taskSupport': 'required'}}]},\n"
+                    "         'tools/call': {'content': [{'type': 'text', 'text': 'done, task %s' % ('task' in m['params'])}]},\n"
+                    "         }.get(m['method'], {})\n"
+                    "    print(json.dumps({'jsonrpc': '2.0', 'id': m['id'], 'result': r}), flush=True)\n")
+        out = subprocess.run(SERVER + ["call", "job", "--", PY, server], capture_output=True, text=True,
+                             timeout=COMPILING, stdin=subprocess.DEVNULL)
+        self.assertEqual((out.returncode, out.stdout), (0, "done, task False\n"), out.stderr)
 
     def test_tool_errors_and_commands_that_cannot_start(self):
         # 2025-11-25: a command that fails makes a failed task whose result is the tool error; one
