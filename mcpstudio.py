@@ -12622,9 +12622,9 @@ class Aggregator(Source):
         self.manager = ManagerTools(self.namespace, lambda: self.upstreams, self.reload, metrics, admits)
         self.bridge = along.bridge if along else InputBridge()
         self.downstream = along.downstream if along else Downstream(self, self.bridge)
-        self.shared = along.shared if along else {}  # server id -> the Upstream of namespace URLs, where /mcp runs none
-        self.instances = IsolatedInstances(runner, log, self.downstream, self.cache_dir, config_path,
-                                           self.namespace.manager_name("servers_start"))
+        self.shared = along.shared if along else {}  # server id -> the Upstream every URL runs (see upstreams)
+        self.instances = along.instances if along else IsolatedInstances(  # a person's own processes: one for all URLs
+            runner, log, self.downstream, self.cache_dir, config_path, self.namespace.manager_name("servers_start"))
         self.upstream_skills = UpstreamSkills(self.namespace, log, lambda: self.upstreams, self._active, self._discover,
                                               lambda: self.local)
         self.config = ConfigReload(reload, local, local_key, self.namespace, log, config_path, self.watch.mark,
@@ -12637,17 +12637,27 @@ class Aggregator(Source):
 
     @property
     def upstreams(self):
-        """id -> Upstream, of the active namespace, in config order (a reload replaces them). A namespace URL's
-        server that /mcp runs too is /mcp's current one: a /mcp reload that restarts it restarts it for every URL,
-        and no URL starts its stopped process again beside the new one."""
+        """id -> Upstream, of the active namespace, in config order (a reload replaces them). Each server runs
+        once, whichever URL started it: `shared` holds the one of each id that every URL runs, and /mcp's replace
+        it (its reloads), so a URL opened before or after a reload of /mcp runs /mcp's current one."""
         if self.along is None:
             return self.config.upstreams
-        current = self.along.upstreams
-        return {sid: current.get(sid, upstream) for sid, upstream in self.config.upstreams.items()}
+        return {sid: self.shared.get(sid, upstream) for sid, upstream in self.config.upstreams.items()}
 
     def _new_upstream(self, spec: UpstreamSpec) -> Upstream:
-        return Upstream(spec.listed(), self.runner, self.log, self.downstream, self.cache_dir,
-                        config_path=self.config_path, start_tool=self.namespace.manager_name("servers_start"))
+        """A server's Upstream. /mcp's is the one every URL runs from then on: one a namespace's URL already runs with
+        the same command is taken over (a reload that adds it to /mcp's namespace), one with another is stopped."""
+        running = self.shared.get(spec.id) if self.along is None else None
+        if running is not None and running not in self.config.upstreams.values():
+            if getattr(running.spec, "origin", running.spec).launch == spec.launch:
+                running.update(spec.listed())
+                return running
+            asyncio.ensure_future(running.stop("its configuration changed"))
+        upstream = Upstream(spec.listed(), self.runner, self.log, self.downstream, self.cache_dir,
+                            config_path=self.config_path, start_tool=self.namespace.manager_name("servers_start"))
+        if self.along is None:
+            self.shared[spec.id] = upstream
+        return upstream
 
     async def _sign_in_by_url(self, upstream: Upstream, ctx):
         """Issue 45.5: a URL server's sign-in can no longer be refreshed, and mcpstudio may not open a browser.
@@ -12727,9 +12737,7 @@ class Aggregator(Source):
         """The Upstream of the server `sid`: a namespace's URL runs the one an earlier URL runs (/mcp's first)."""
         if self.along is None:
             return self._new_upstream(spec)
-        if sid in self.along.upstreams:  # as /mcp runs it now (see upstreams)
-            return self.along.upstreams[sid]
-        if sid not in self.shared:  # a server of namespaces /mcp does not serve: the first of their URLs starts it
+        if sid not in self.shared:  # a server /mcp does not run: the first URL of a namespace that has it starts it
             self.shared[sid] = self._new_upstream(spec)
         return self.shared[sid]
 
@@ -13143,7 +13151,8 @@ class Aggregator(Source):
             self.log.info("waiting up to %g s for %s to list its tools, to cache them", CACHE_LINGER,
                           ", ".join(u.spec.id for u in first))
             await asyncio.wait([u.start() for u in first], timeout=CACHE_LINGER)
-        running = dict.fromkeys(list(self.upstreams.values()) + list(self.config.upstreams.values()))  # (see upstreams)
+        running = dict.fromkeys(list(self.upstreams.values()) + list(self.config.upstreams.values())
+                                + list(self.shared.values()))  # every URL's (see upstreams)
         await asyncio.gather(*(u.stop("mcpstudio is exiting") for u in list(running) + self.instances.upstreams()),
                              return_exceptions=True)
         for source in self.local:
@@ -13152,8 +13161,9 @@ class Aggregator(Source):
     # -- reload ---------------------------------------------------------------------------
 
     async def reload(self):
-        """Read the config again (ConfigReload): the report of what changed."""
-        return await self.config.reload()
+        """Read the config again (ConfigReload): the report of what changed. A namespace URL's is /mcp's: one file,
+        one reload (the URL's own tool set stays as it was read at its first request)."""
+        return await (self.along or self).config.reload()
 
 
 def aggregator_for(local, info, load, path, runner, log, options, script_options, admits=None, metrics=None,

@@ -17898,6 +17898,40 @@ class NamespaceUrlTests(AggregatorCase):
             self.assertFalse(alive(first))
         self.assertTrue(wait_until(lambda: not any(alive(int(pid)) for line in started for pid in line[:2]), WAIT))
 
+    def test_a_server_runs_once_for_every_url_across_reloads(self):
+        # A reload asked at a namespace URL is /mcp's (one file); a server it takes out of /mcp's namespace while
+        # other namespaces keep it runs once for their URLs, opened before or after; put back with the same command,
+        # /mcp takes over that process: at no point do two of its processes run, and none is left at exit.
+        fake = lambda name: {"command": PY, "args": [self.fake, "--pidfile", self.pids, "--only", "echo", "--name", name]}  # noqa: E731
+        path = os.path.join(self.dir, "ns.json")
+        data = {"mcpServers": {"alpha": fake("alpha"), "beta": fake("beta")},
+                "namespaces": {"work": ["alpha", "beta"], "play": ["alpha"], "spare": ["alpha"]}, "defaultNamespace": "work"}
+        with open(path, "w") as f:
+            json.dump(data, f)
+
+        def alphas():
+            with open(self.pids) as f:
+                return [int(line.split()[0]) for line in f if line.split()[2:] == ["alpha"]]
+        with HttpServerProcess("--config", path, "--rescan", "0", env=self.env) as http:
+            self.assertEqual(self.call(http, "/mcp/play", "alpha__echo", {"text": "one"}), "alpha: one")
+            data["namespaces"]["work"] = ["beta"]
+            with open(path, "w") as f:
+                json.dump(data, f)
+            report = json.loads(self.call(http, "/mcp/play", "mcpstudio__config_reload", {}))
+            self.assertEqual((report["namespace"], report["removed"]), ("work", ["alpha"]))
+            self.assertTrue(wait_until(lambda: not alive(alphas()[0])))
+            for url in ("/mcp/spare", "/mcp/play"):  # opened after the reload, and before it
+                self.assertEqual(self.call(http, url, "alpha__echo", {"text": url}), "alpha: " + url)
+            self.assertEqual(len(alphas()), 2)  # the first, stopped; the one both URLs run now
+            data["namespaces"]["work"] = ["alpha", "beta"]
+            with open(path, "w") as f:
+                json.dump(data, f)
+            self.assertEqual(json.loads(self.call(http, "/mcp", "mcpstudio__config_reload", {}))["added"], ["alpha"])
+            self.assertEqual(self.call(http, "/mcp", "alpha__echo", {"text": "back"}), "alpha: back")
+            self.assertEqual(len(alphas()), 2, "/mcp started a process of its own beside the namespaces' one")
+            self.assertTrue(alive(alphas()[1]))
+        self.assertTrue(wait_until(lambda: not any(alive(pid) for pid in alphas()), WAIT))
+
     def test_the_result_cache_keeps_each_namespaces_answers_apart(self):
         # Two namespaces may curate one tool differently (here: a fixed `text` each): the one result cache of
         # every URL keeps their answers apart, so /mcp/b never gets what /mcp/a's fixed value answered.
