@@ -4596,6 +4596,7 @@ class OutputBudget:
         dropped from its middle (then the resource holds what was kept, and says so)."""
         limit = int(self.chars * share)
         if self.store is not None and len(text) > limit:
+            data = text.encode("utf-8")  # kept as the result reads it (UTF-16, the ANSI code page: as UTF-8)
             uri = self.store.keep(data, self.owner)
             text = fit_text(text, limit, uri, "kept" if cut else "whole")
             if self.linked:
@@ -4636,11 +4637,12 @@ def parse_data_uri(value):
 
 
 def _file_name(given):
-    """A file argument's name made safe: its last part (after any `/`, `\\` or `:`, on every system: Windows read
-    `C:\\Users\\me\\a.txt` and `x:a.txt` as `a.txt`, POSIX as `C__Users_me_a.txt` and `x_a.txt`), letters, digits
+    """A file argument's name made safe: its last part (after any `/` or `\\` and a drive's `C:`, on every system:
+    Windows read `C:\\Users\\me\\a.txt` and `x:a.txt` as `a.txt`, POSIX as `C__Users_me_a.txt`; another `:` is a
+    letter to replace, as in `10:30:00.json`), letters, digits
     and `._-` only, never a leading dot or dash (a hidden file, an option) nor a trailing dot (which Windows drops), a device name of Windows (_DEVICE_NAMES)
     with a "_" in front, at most FILE_NAME_MAX characters (its extension kept)."""
-    name = re.sub(r"[^A-Za-z0-9._-]", "_", re.split(r"[/\\:]", given)[-1]).lstrip(".-").rstrip(".")
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", re.split(r"[/\\]", re.sub(r"^[A-Za-z]:", "", given))[-1]).lstrip(".-").rstrip(".")
     if name.partition(".")[0].upper() in _DEVICE_NAMES:
         name = "_" + name  # on Windows CON, NUL.txt ... name a device wherever they stand, not a file
     if len(name) > FILE_NAME_MAX:  # cut after the "_" is put in front, which the cut keeps
@@ -15331,9 +15333,9 @@ def listen_problem(exc: OSError, port):
         return ("port %d is in use: another server (another mcpstudio?) listens there; give another port, or "
                 "--http 0 for a free one (%s)" % (port, exc))
     if exc.errno in (errno.EACCES, getattr(errno, "WSAEACCES", errno.EACCES)):
-        return ("the system does not let mcpstudio listen on port %d: below 1024 that takes privileges, and on "
-                "Windows Hyper-V, WSL or Docker may reserve it (netsh interface ipv4 show excludedportrange "
-                "protocol=tcp); give another port, or --http 0 for a free one (%s)" % (port, exc))
+        return ("the system does not let mcpstudio listen on port %d: %s; give another port, or --http 0 for a free "
+                "one (%s)" % (port, "below 1024 that takes privileges" if _POSIX else "Hyper-V, WSL or Docker may "
+                "reserve it (netsh interface ipv4 show excludedportrange protocol=tcp)", exc))
     return str(exc)
 
 

@@ -1899,6 +1899,22 @@ class WindowsTests(ScratchDir):
             self.assertEqual(text_of(server.call("ansi", {"kind": "text"})), "h\xe9llo w\xf6rld")
             self.assertIn("blob", server.call("ansi", {"kind": "binary"})["content"][0]["resource"])
 
+    def test_a_kept_marked_output_reads_back_as_its_text(self):
+        # Past the result's room a UTF-16 output is kept: reading it back, whole or by ?lines=, gives the text the
+        # result shows, not its UTF-16 bytes read as UTF-8 (NULs and U+FFFD, characters cut in half).
+        text = "".join("Gr\xf6\xdfe %d\r\n" % n for n in range(200))
+        script = self.script("wide.py", "import sys\nsys.stdout.buffer.write(%r)\n" % ("\ufeff" + text).encode("utf-16-le"),
+                             executable=False)
+        with self.serve("--max-text", "300", "--name", "wide", PY, script) as server:
+            server.initialize()
+            result = server.call("wide", {})
+            self.assertTrue(text_of(result).startswith("Gr\xf6\xdfe 0\r\n"), result)
+            link = next(c for c in result["content"] if c["type"] == "resource_link")
+            read = lambda uri: server.request("resources/read", {"uri": uri})["result"]["contents"][0]["text"]  # noqa: E731
+            self.assertEqual(read(link["uri"]), text)
+            self.assertEqual(read(link["uri"] + "?lines=2-3"), "Gr\xf6\xdfe 1\r\nGr\xf6\xdfe 2\r\n")
+            self.assertEqual(link["size"], len(text.encode("utf-8")))
+
     def test_output_marked_with_its_encoding_is_text(self):
         # Windows programs mark their output's encoding: a UTF-8 byte-order mark (Windows PowerShell 5.1 told to
         # write UTF-8, a Notepad file through `type`), UTF-16 with its mark (`reg`, PowerShell), UTF-16LE without one
@@ -2006,7 +2022,9 @@ class WindowsTests(ScratchDir):
                 ("-COM1.txt", "_COM1.txt"), (".nul.", "_nul"), ("AUX." + "a" * 120 + ".txt", "_AUX." + "a" * 91 + ".txt"),
                 # a name with a folder or a drive in it is its last part on every system (POSIX kept the whole: C__Users_...)
                 ("C:\\Users\\me\\report.txt", "report.txt"), ("dir/sub\\x.txt", "x.txt"), ("a:b.txt", "b.txt"),
-                ("C:\\Users\\me\\NUL.txt", "_NUL.txt")]
+                ("C:\\Users\\me\\NUL.txt", "_NUL.txt"),
+                # only a drive's colon ends a folder: any other is a letter to replace, as on Windows
+                ("2024-01-01T10:30:00.json", "2024-01-01T10_30_00.json"), ("backup 10:30.tar.gz", "backup_10_30.tar.gz")]
         with self.serve("serve", "--config", config) as server:
             server.initialize()
             for name, expected in rows:
@@ -5595,7 +5613,10 @@ class OutputFitTests(unittest.TestCase):
                 (b"\xff\xfe\x00binary", 0, None),  # an odd count of bytes after the mark
                 (b"\xff\xfe" + bytes(range(1, 40)), 0, None),  # unprintable in UTF-16
                 (b"\xff\xfe" + ("\u6211" * 20).encode("utf-16-le"), 0, None),  # 20 characters, no blank
-                (b"a\x00\x01\x00", 0, "a\x00\x01\x00")):  # not UTF-16 text: UTF-8, as it was
+                (b"a\x00\x01\x00", 0, "a\x00\x01\x00"),  # not UTF-16 text: UTF-8, as it was
+                (b"\xef\xbb\xbf\xff\xfe\x00", 0, None),  # a UTF-8 mark before bytes UTF-8 has not: binary
+                (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", 0, None),  # an image stays an image
+                (b"\xff\xfe", 0, "")):  # the mark alone: empty text
             with self.subTest(data=data[:12], cut=cut):
                 self.assertEqual(mcpstudio._output_text(data, cut), text)
 
