@@ -17839,17 +17839,21 @@ class Board:
         listing = self.listing(self.hub.upstreams.get(server_id)) or {}
         tools, running = [], list(RunningStats.running(self.path))
         for tool in listing.get("tools", ()):
-            layers, public = self.plan.curation(self.shown, spec, tool["name"], self.hub.separator)
-            try:  # as the shown namespace curates it (overrides), under the name serve counts it by
-                description = CuratedTool(tool, layers, public).tool.get("description") if layers else tool.get("description")
-                description = ("as %s: " % public if public != spec.public_name(tool["name"], self.hub.separator) else
-                               "") + " ".join(str(description or "").split())
+            shown, public, renamed = tool, spec.public_name(tool["name"], self.hub.separator), False
+            try:  # as the shown namespace's tools/list gives it (overrides): its name, description and schema
+                curated, public = self.curated(spec, tool)
+                shown = curated.tool if curated else tool
+                renamed = public != spec.public_name(tool["name"], self.hub.separator)
+                notes = (["%s of %s" % (tool["name"], spec.key)] if renamed else []) + (
+                    ["fixed: " + ", ".join(sorted(curated.fixed))] if curated and curated.fixed else [])
+                description = ("%s: " % "; ".join(notes) if notes else "") + " ".join(
+                    str(shown.get("description") or "").split())
             except ConfigError as exc:
                 description = "refused: %s" % exc
             allowed = {ns: self.plan.left_out(ns, spec, tool["name"], self.hub.separator) is None
                        for ns, entry in self.plan.namespaces.items() if spec.id in entry["servers"]}
-            tools.append({"name": tool["name"], "description": description,
-                          "schema": tool.get("inputSchema") or {}, "allowed": allowed,
+            tools.append({"name": tool["name"], "public": public if renamed else tool["name"],
+                          "description": description, "schema": shown.get("inputSchema") or {}, "allowed": allowed,
                           "served": self.plan.left_out(None, spec, tool["name"], self.hub.separator) is None,
                           "counters": ["serve pid %(pid)d: %(calls)s calls, %(error)s errors, %(rateLimited)s rate-"
                                        "limited, %(cached)s cached, %(refused)s refused; p50 %(p50Ms)s ms, p90 %(p90Ms)s "
@@ -17857,6 +17861,12 @@ class Board:
                                        for snapshot in running if public in snapshot["tools"]]})
         return {"spec": spec, "launch": self.log.mask(spec.display()), "env": sorted(spec.env),
                 "headers": sorted(spec.headers), "tools": tools, "listed": bool(listing)}
+
+    def curated(self, spec, tool):
+        """(CuratedTool or None, public name) of `spec`'s listed `tool` as the shown namespace curates it, the
+        way serve's tools/list does; ConfigError for an override its schema refuses (serve leaves it out)."""
+        layers, public = self.plan.curation(self.shown, spec, tool["name"], self.hub.separator)
+        return (CuratedTool(tool, layers, public) if layers else None), public
 
     def lines(self, server_id):
         """The log panel: the server's stderr and lifecycle lines, and mcpstudio's lines naming it."""
@@ -17888,7 +17898,9 @@ class Board:
         return self.submit(start())
 
     def call(self, server_id, tool, arguments):
-        """`c`: call a tool of the server (starting it if needed); the result shows in details."""
+        """`c`: call a tool of the server (starting it if needed) by its own name, with `arguments` as the shown
+        namespace's schema has them: mapped back as serve maps a client's (CuratedTool.arguments: renamed
+        ones back, defaults and fixed values added); the result shows in details."""
         upstream = self.hub.upstreams.get(server_id)
         if not upstream:
             self.said = "%s is not usable" % server_id
@@ -17896,14 +17908,19 @@ class Board:
         self.results[(server_id, tool)] = None
 
         async def call():
+            given = arguments
             try:
                 await upstream.ready(wait_backoff=False)
+                listed = next((t for t in upstream.known_items("tools") if t.get("name") == tool), None)
+                curated = self.curated(upstream.spec, listed)[0] if listed else None
+                if curated:
+                    given = curated.arguments(arguments)
                 required = any(t.get("name") == tool and _object(t.get("execution")).get("taskSupport") == "required"
                                for t in upstream.known_items("tools"))
                 if required and upstream.tasks.runs(tool):  # a plain call would be refused (-32601): its own task
-                    result = await upstream.tasks.call(tool, arguments, None)
+                    result = await upstream.tasks.call(tool, given, None)
                 else:
-                    result = await upstream.forward("tools/call", {"name": tool, "arguments": arguments}, None)
+                    result = await upstream.forward("tools/call", {"name": tool, "arguments": given}, None)
                 out = io.StringIO()
                 _print_content(result.get("content"), out)
                 if result.get("structuredContent") is not None and not out.getvalue():
@@ -17911,6 +17928,10 @@ class Board:
                 text = ("error: " if result.get("isError") else "") + out.getvalue().strip()
             except UpstreamError as exc:
                 text = "error: %s" % exc.message
+            except ToolError as exc:  # arguments the curated schema refuses, as a client's call gets it
+                text = "error: %s" % exc
+            except ConfigError as exc:  # an override the tool's schema refuses: serve does not list the tool
+                text = "error: refused: %s" % exc
             self.results[(server_id, tool)] = text
             self.said = "%s of %s answered" % (tool, server_id)
         return self.submit(call())
@@ -18063,16 +18084,16 @@ class TuiScreen:
             permission = "hidden" if not tool["served"] else "-" if shown not in tool["allowed"] else (
                 "allowed" if tool["allowed"][shown] else "denied")
             marks = " ".join("%s:%s" % (ns, "+" if ok else "-") for ns, ok in tool["allowed"].items())
-            text = "  %-28s %-8s %-22s %s" % (_clip(tool["name"], 28), permission, _clip(marks, 22), tool["description"])
+            text = "  %-28s %-8s %-22s %s" % (_clip(tool["public"], 28), permission, _clip(marks, 22), tool["description"])
             lines.append((text, self.curses.A_REVERSE if index == self.tool else 0))
             if index == self.tool:  # its counters and last call under it, in view with it
                 selected = len(lines) - 1
                 lines.extend((text, 0) for text in tool["counters"])
                 result = self.board.results.get((row["id"], tool["name"]), "")
                 if result is None:
-                    lines.append(("calling %s ..." % tool["name"], 0))
+                    lines.append(("calling %s ..." % tool["public"], 0))
                 elif result:
-                    lines.append(("result of %s:" % tool["name"], self.curses.A_UNDERLINE))
+                    lines.append(("result of %s:" % tool["public"], self.curses.A_UNDERLINE))
                     lines.extend((text, 0) for text in result.splitlines()[:8])
                 end = len(lines) - 1
         top = max(0, min(selected, end - (height - 5)))

@@ -13891,8 +13891,12 @@ class CurationTests(AggregatorCase):
             self.addCleanup(lambda: board.loop.close() if wait_until(lambda: not board.loop.is_running()) else None)
             self.addCleanup(board.close)
             tools = {tool["name"]: tool for tool in board.details("gh")["tools"]}  # from the listing cache
-        self.assertEqual(tools["create_issue"]["description"], "as gh__file_bug: File a bug in acme's repositories.")
-        self.assertEqual(tools["env"]["description"], "as read_env: Work: Read a variable")
+        self.assertEqual(tools["create_issue"]["description"], "create_issue of gh; fixed: org: File a bug in acme's "
+                                                               "repositories.")
+        self.assertEqual((tools["create_issue"]["public"], sorted(tools["create_issue"]["schema"]["properties"])),
+                         ("gh__file_bug", ["draft", "labels", "repo", "summary"]))  # as tools/list gives it
+        self.assertEqual((tools["env"]["public"], tools["env"]["description"]), ("read_env", "env of gh: Work: Read a variable"))
+        self.assertEqual((tools["echo"]["public"], tools["echo"]["description"]), ("echo", "Echo text back (team copy)"))
 
 
 class HttpResumeTests(ScratchDir):
@@ -19468,6 +19472,34 @@ class TuiTests(AggregatorCase):
         tui.press("Ann\r")
         tui.wait_for("result of test_tool_with_task:", "Hello, Ann, from a task!", timeout=COMPILING)
         self.assertEqual(tui.close(), 0)
+
+    def test_the_call_form_shows_and_calls_the_curated_tool(self):
+        # `c` on a tool the config's overrides rename, re-describe and fix an argument of: the TUI shows it as
+        # tools/list does (the curated name and description) and its form asks the curated schema (no `org`);
+        # the call goes to the server as a client's does (the fixed value added, the server's own name).
+        path = self.config({"gh": dict(self.upstream("gh", "--issue-tool"), overrides={"create_issue": {
+            "name": "file_bug", "description": "File a bug in acme's repositories.",
+            "arguments": {"org": {"value": "acme"}}}})})
+        tui = self.tui(path, cols=140)
+        tui.wait_for("SERVER", "gh")
+        tui.press("t")
+        tui.wait_for("gh is running: 6 tools")
+        tui.press("\r")
+        tui.wait_for("tools (6):", "gh__file_bug", "create_issue of gh; fixed: org: File a bug in acme's repositories.")
+        self.assertNotIn("Create a new issue", tui.text())
+        tui.press("jjjjjc")  # the sixth tool
+        tui.wait_for("repo (string, required)")
+        self.assertNotIn("org (", tui.text())
+        tui.press("web\r")
+        tui.wait_for("title (string, required)")
+        tui.press("it breaks\r")
+        tui.wait_for("labels (array")
+        tui.press("\r")
+        tui.wait_for("draft (boolean")
+        tui.press("\r")
+        tui.wait_for("result of gh__file_bug:", 'create_issue {"org": "acme", "repo": "web", "title": "it breaks"}')
+        self.assertEqual(tui.close(), 0)
+        self.assertTrue(self.all_gone())
 
     def test_edits_go_through_the_config(self):
         target = self.config({"good": self.upstream("good"), "other": self.upstream("other")})
