@@ -7432,6 +7432,9 @@ class ToolSearch:
             raise ToolError("%s takes `query` (a few words, %d characters at most) and `limit` (1 to %d); %s takes "
                             "`name` (another tool's) and `arguments` (an object)"
                             % (self.search_name, SEARCH_QUERY_MAX, SEARCH_MAX, self.call_name))
+        if not re.search(r"\w", query):  # an empty query matches nothing: say what it takes rather than "Found 0"
+            raise ToolError("%s needs words in `query`: the task in a few words (the action, the thing, the service "
+                            "if known), e.g. \"create a github issue\"" % self.search_name)
         catalog = self.catalog
         tools = await catalog.tools() if catalog.stale else catalog.listing  # the last listing's tools
         key = [(tool["name"], tool.get("description"), _object(tool.get("_meta")).get(SEARCH_HINT_META)) for tool in tools]
@@ -7441,7 +7444,9 @@ class ToolSearch:
         if hits and not ctx.modern:
             self.remember([tool["name"] for tool in hits], ctx.session)
         lines = "".join("\n%s: %s" % (tool["name"], str(tool.get("description")).split("\n")[0][:160]) for tool in hits)
-        text = "Found %d tools; call them by name (or through %s):%s" % (len(hits), self.call_name, lines)
+        text = ("Found 1 tool; call it by name (or through %s):%s" % (self.call_name, lines) if len(hits) == 1 else
+                "Found %d tools; call them by name (or through %s):%s" % (len(hits), self.call_name, lines) if hits else
+                "No tool matches %s: try other words (the action, the thing, the service if known)" % json.dumps(query))
         return {"content": [{"type": "text", "text": text}], "structuredContent": {"tools": hits}}
 
     def remember(self, names, session):

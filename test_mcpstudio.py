@@ -9904,6 +9904,26 @@ class ToolSearchTests(AggregatorCase):
             self.assertIn("%d characters at most" % mcpstudio.SEARCH_QUERY_MAX, text_of(result))
             self.assertFalse(self.search(server, "create a github issue " * 20, 1).get("isError"))  # 440: searched
 
+    def test_an_empty_query_asks_for_words_and_one_found_tool_is_singular(self):
+        # An empty query answered "Found 0 tools; call them by name ..."; one found tool read "Found 1 tools".
+        with self.serve({"toolSearch": "on"}) as server:
+            server.initialize()
+            for query in ("", "   ", "?!"):
+                empty = server.call("mcpstudio__search_tools", {"query": query})
+                self.assertTrue(empty.get("isError"), empty)
+                self.assertIn("mcpstudio__search_tools needs words in `query`", text_of(empty))
+                self.assertNotIn("Found", text_of(empty))
+            one = self.search(server, "create a github issue", 1)
+            self.assertEqual(len(one["structuredContent"]["tools"]), 1)
+            self.assertTrue(text_of(one).startswith("Found 1 tool; call it by name (or through mcpstudio__call_tool):\n"),
+                            text_of(one))
+            three = self.search(server, "create a github issue", 3)
+            self.assertTrue(text_of(three).startswith("Found 3 tools; call them by name"), text_of(three))
+            none = self.search(server, "zqxjvkw")
+            self.assertEqual(none["structuredContent"]["tools"], [])  # nothing found: it says so, not "Found 0 tools"
+            self.assertEqual(text_of(none), 'No tool matches "zqxjvkw": try other words (the action, the thing, '
+                                            'the service if known)')
+
     def test_two_tools_then_found_tools_join_the_list(self):
         with self.serve({"toolSearch": "on"}) as server:
             server.initialize()
