@@ -10834,6 +10834,37 @@ class ListingCache:
             self.log.debug("cannot write the tools cache %s: %s", self.path, exc)
 
 
+# A line that starts a message: not indented, or (indented) naming a log level after an optional [time], as rich
+# writes a line whose time the line above shows. An indented line after it continues it (rich, or a screen, wrapped
+# it), up to a stack frame (`File "..."`, `at ...`), which is no part of the reason.
+_MESSAGE_START = re.compile(r"\S|\s*(?:\[[^\]]*\]\s*)?(?:DEBUG|INFO|WARN|WARNING|ERROR|CRITICAL|FATAL)\b")
+_ERROR_LEVEL = re.compile(r"\s*(?:\[[^\]]*\]\s*)?(?:ERROR|CRITICAL|FATAL)\b")
+_STACK_FRAME = re.compile(r"\s+(?:File \"|at )")
+_LOCATION = re.compile(r"\s{2,}[\w.-]+:\d+$")  # rich's file:line at a wrapped line's right edge
+
+
+def stderr_reason(lines):
+    """(the message of a server's stderr `lines` that says why it failed, as one line; the lines it took): the last
+    one logged at an error level, else the last one. A message starts at a line that starts one (_MESSAGE_START)
+    and takes the continuation lines after it, blanks collapsed; ("", []) when no line starts one (the message's
+    first line is gone)."""
+    lines = [line.rstrip() for line in lines if line.strip()]
+    messages, going_on = [], False  # [[a message's lines]]; whether the next indented line continues the last
+    for line in lines:
+        if _MESSAGE_START.match(line):
+            messages.append([line])
+            going_on = True
+        elif _STACK_FRAME.match(line):
+            going_on = False
+        elif going_on:
+            messages[-1].append(line)
+    if not messages:
+        return "", []
+    taken = next((message for message in reversed(messages) if _ERROR_LEVEL.match(message[0])), messages[-1])
+    head = _LOCATION.sub("", taken[0]) if len(taken) > 1 else taken[0]
+    return " ".join(word for line in [head] + taken[1:] for word in line.split()), taken
+
+
 class ServerLog:
     """One upstream's own log: lifecycle notes and stderr lines, kept for `server_logs` and error messages."""
 
@@ -10865,19 +10896,21 @@ class ServerLog:
         if self.log.enabled:
             self.log.debug("[%s] %s", self.server_id, text)
 
-    def tail(self, besides=None):
-        """The current run's last stderr lines, masked, for an error message (or ''); `besides`: a line the
+    def tail(self, besides=()):
+        """The current run's last stderr lines, masked, for an error message (or ''); `besides`: the lines the
         message shows already, left out here (once is enough)."""
-        tail = [self.log.mask(line) for line in self.recent if line.strip() and line.strip() != besides]
+        tail = [self.log.mask(line) for line in self.recent if line.strip() and line.rstrip() not in besides]
         stray = ("; it wrote on stdout, where only JSON-RPC messages may go: %s (a server logs to stderr)"
                  % self.log.mask(self.stray) if self.stray else "")
         return stray + ("; its last stderr lines: %s" % " | ".join(tail)[-800:] if tail else "")
 
     def why(self, reason):
-        """`reason` (exited with code 3) after the last stderr line, which most often says why, where a screen's
-        edge would cut it; then the last lines."""
-        last = next((line.strip() for line in reversed(self.recent) if line.strip()), "")
-        return "%s (it %s)%s" % (self.log.mask(last), reason, self.tail(besides=last)) if last else reason
+        """`reason` (exited with code 3) after the last stderr message (stderr_reason: its wrapped lines joined),
+        which most often says why, where a screen's edge would cut it; then the other last lines. Without a line
+        that starts a message, `reason` and the last lines only."""
+        said, taken = stderr_reason(self.recent)
+        return "%s (it %s)%s" % (self.log.mask(said), reason, self.tail(besides=taken)) if said else \
+            reason + self.tail()
 
 
 class RestartBackoff:

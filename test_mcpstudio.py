@@ -12433,6 +12433,33 @@ class SelectNamespaceTests(unittest.TestCase):
                 self.assertTrue((error is None) != (how is None))
 
 
+class StderrReasonTests(unittest.TestCase):
+    """stderr_reason (pure): the message of a server's last stderr lines that says why it exited."""
+
+    RICH_ERROR = ["[12/02/26 16:20:02] ERROR    Could not reach the weather API at             server.py:88",
+                  "                             https://api.example.com: connection refused"]
+
+    def test_table(self):
+        reason = "[12/02/26 16:20:02] ERROR Could not reach the weather API at https://api.example.com: connection refused"
+        for lines, said, taken in (
+                (["fake: cannot start: missing API key"], "fake: cannot start: missing API key", 1),
+                (["starting", "", "boom: missing API key  "], "boom: missing API key", 1),   # the last line, blanks left
+                (self.RICH_ERROR, reason, 2),                                              # wrapped: joined, no file:line
+                (self.RICH_ERROR + ["                    INFO     Shutting down              server.py:9"], reason, 2),
+                (["[12/02/26 16:20:01] INFO     Starting with                  server.py:1",
+                  "                             transport 'stdio'"], "[12/02/26 16:20:01] INFO Starting with transport "
+                 "'stdio'", 2),                                                             # no error level: the last
+                (["Traceback (most recent call last):", '  File "x.py", line 3, in <module>', "    main()",
+                  "RuntimeError: GITHUB_TOKEN is not set"], "RuntimeError: GITHUB_TOKEN is not set", 1),
+                (["Error: missing key", "    at Object.<anonymous> (/x.js:1:7)", "    at Module._compile (x.js:2:3)"],
+                 "Error: missing key", 1),                                                  # a stack frame ends it
+                (["    transport 'stdio'", "    and more"], "", 0),                       # its first line is gone
+                ([], "", 0)):
+            with self.subTest(lines=lines):
+                got, lines_taken = mcpstudio.stderr_reason(lines)
+                self.assertEqual((got, len(lines_taken)), (said, taken))
+
+
 class AggregatorTests(AggregatorCase):
     def upstream(self, name, *args, **keys):
         return dict({"command": PY, "args": [self.fake, "--name", name, "--pidfile", self.pids] + list(args)}, **keys)
@@ -13010,6 +13037,34 @@ class AggregatorTests(AggregatorCase):
             error = server.request("tools/list")["error"]
             self.assertEqual(error["code"], -32001)
             self.assertIn("guide at %s or pin" % link, error["message"])
+
+    def test_a_crash_reason_is_a_message_not_a_wrapped_lines_end(self):
+        # A server logging with rich (FastMCP) wraps a long line: the error's reason was the last line, the wrapped
+        # end of one ("server `s` transport 'stdio' (it exited with code 3)"). It is the last message, its lines
+        # joined; a stderr of continuation lines only gives the exit code and the lines.
+        rich = ("[12/02/26 16:20:01] INFO     Starting MCP server 'weather' with             server.py:1371\n"
+                "                             transport 'stdio'\n"
+                "[12/02/26 16:20:02] ERROR    Could not reach the weather API at             server.py:88\n"
+                "                             https://api.example.com: connection refused\n"
+                "                    INFO     Shutting down with transport                   server.py:1400\n"
+                "                             'stdio'")
+        tail = "                             transport 'stdio'\n                             and more of it"
+        data = {"mcpServers": {"s": self.upstream("s", "--crash-at-start", "--crash-message", rich),
+                               "t": self.upstream("t", "--crash-at-start", "--crash-message", tail)}}
+        with self.serve(data) as server:
+            server.initialize()
+            for name in ("s", "t"):
+                server.request("tools/call", {"name": "%s__echo" % name, "arguments": {"text": "x"}})
+            statuses = {entry["id"]: entry for entry in json.loads(text_of(server.call("mcpstudio__servers_list", {})))[
+                "servers"]}
+        said = " ".join(statuses["s"]["lastError"].split())  # the last error-level message, whole, then the other lines
+        self.assertEqual("[12/02/26 16:20:02] ERROR Could not reach the weather API at https://api.example.com: "
+                         "connection refused (it exited with code 3); its last stderr lines: transport 'stdio' | INFO "
+                         "Shutting down with transport server.py:1400 | 'stdio'", said)
+        self.assertEqual(said.count("connection refused"), 1, said)  # the reason's lines are not said twice
+        self.assertRegex(" ".join(statuses["t"]["lastError"].split()),
+                         r"exited with code 3; its last stderr lines: transport 'stdio' \| and more of it$")
+        self.assertNotIn("(it exited", statuses["t"]["lastError"])
 
     def test_status_command(self):
         data = {"mcpServers": {"a": self.upstream("a", "--token", "${MCPS_TEST_TOKEN}"),
