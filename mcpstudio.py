@@ -7434,6 +7434,9 @@ class ToolSearch:
             raise ToolError("%s takes `query` (a few words, %d characters at most) and `limit` (1 to %d); %s takes "
                             "`name` (another tool's) and `arguments` (an object)"
                             % (self.search_name, SEARCH_QUERY_MAX, SEARCH_MAX, self.call_name))
+        if not re.search(r"\w", query):  # an empty query matches nothing: say what it takes rather than "Found 0"
+            raise ToolError("%s needs words in `query`: the task in a few words (the action, the thing, the service "
+                            "if known), e.g. \"create a github issue\"" % self.search_name)
         catalog = self.catalog
         tools = await catalog.tools() if catalog.stale else catalog.listing  # the last listing's tools
         key = [(tool["name"], tool.get("description"), _object(tool.get("_meta")).get(SEARCH_HINT_META)) for tool in tools]
@@ -7443,7 +7446,9 @@ class ToolSearch:
         if hits and not ctx.modern:
             self.remember([tool["name"] for tool in hits], ctx.session)
         lines = "".join("\n%s: %s" % (tool["name"], str(tool.get("description")).split("\n")[0][:160]) for tool in hits)
-        text = "Found %d tools; call them by name (or through %s):%s" % (len(hits), self.call_name, lines)
+        text = ("Found 1 tool; call it by name (or through %s):%s" % (self.call_name, lines) if len(hits) == 1 else
+                "Found %d tools; call them by name (or through %s):%s" % (len(hits), self.call_name, lines) if hits else
+                "No tool matches %s: try other words (the action, the thing, the service if known)" % json.dumps(query))
         return {"content": [{"type": "text", "text": text}], "structuredContent": {"tools": hits}}
 
     def remember(self, names, session):
@@ -10831,6 +10836,37 @@ class ListingCache:
             self.log.debug("cannot write the tools cache %s: %s", self.path, exc)
 
 
+# A line that starts a message: not indented, or (indented) naming a log level after an optional [time], as rich
+# writes a line whose time the line above shows. An indented line after it continues it (rich, or a screen, wrapped
+# it), up to a stack frame (`File "..."`, `at ...`), which is no part of the reason.
+_MESSAGE_START = re.compile(r"\S|\s*(?:\[[^\]]*\]\s*)?(?:DEBUG|INFO|WARN|WARNING|ERROR|CRITICAL|FATAL)\b")
+_ERROR_LEVEL = re.compile(r"\s*(?:\[[^\]]*\]\s*)?(?:ERROR|CRITICAL|FATAL)\b")
+_STACK_FRAME = re.compile(r"\s+(?:File \"|at )")
+_LOCATION = re.compile(r"\s{2,}[\w.-]+:\d+$")  # rich's file:line at a wrapped line's right edge
+
+
+def stderr_reason(lines):
+    """(the message of a server's stderr `lines` that says why it failed, as one line; the lines it took): the last
+    one logged at an error level, else the last one. A message starts at a line that starts one (_MESSAGE_START)
+    and takes the continuation lines after it, blanks collapsed; ("", []) when no line starts one (the message's
+    first line is gone)."""
+    lines = [line.rstrip() for line in lines if line.strip()]
+    messages, going_on = [], False  # [[a message's lines]]; whether the next indented line continues the last
+    for line in lines:
+        if _MESSAGE_START.match(line):
+            messages.append([line])
+            going_on = True
+        elif _STACK_FRAME.match(line):
+            going_on = False
+        elif going_on:
+            messages[-1].append(line)
+    if not messages:
+        return "", []
+    taken = next((message for message in reversed(messages) if _ERROR_LEVEL.match(message[0])), messages[-1])
+    head = _LOCATION.sub("", taken[0]) if len(taken) > 1 else taken[0]
+    return " ".join(word for line in [head] + taken[1:] for word in line.split()), taken
+
+
 class ServerLog:
     """One upstream's own log: lifecycle notes and stderr lines, kept for `server_logs` and error messages."""
 
@@ -10862,19 +10898,21 @@ class ServerLog:
         if self.log.enabled:
             self.log.debug("[%s] %s", self.server_id, text)
 
-    def tail(self, besides=None):
-        """The current run's last stderr lines, masked, for an error message (or ''); `besides`: a line the
+    def tail(self, besides=()):
+        """The current run's last stderr lines, masked, for an error message (or ''); `besides`: the lines the
         message shows already, left out here (once is enough)."""
-        tail = [self.log.mask(line) for line in self.recent if line.strip() and line.strip() != besides]
+        tail = [self.log.mask(line) for line in self.recent if line.strip() and line.rstrip() not in besides]
         stray = ("; it wrote on stdout, where only JSON-RPC messages may go: %s (a server logs to stderr)"
                  % self.log.mask(self.stray) if self.stray else "")
         return stray + ("; its last stderr lines: %s" % " | ".join(tail)[-800:] if tail else "")
 
     def why(self, reason):
-        """`reason` (exited with code 3) after the last stderr line, which most often says why, where a screen's
-        edge would cut it; then the last lines."""
-        last = next((line.strip() for line in reversed(self.recent) if line.strip()), "")
-        return "%s (it %s)%s" % (self.log.mask(last), reason, self.tail(besides=last)) if last else reason
+        """`reason` (exited with code 3) after the last stderr message (stderr_reason: its wrapped lines joined),
+        which most often says why, where a screen's edge would cut it; then the other last lines. Without a line
+        that starts a message, `reason` and the last lines only."""
+        said, taken = stderr_reason(self.recent)
+        return "%s (it %s)%s" % (self.log.mask(said), reason, self.tail(besides=taken)) if said else \
+            reason + self.tail()
 
 
 class RestartBackoff:
@@ -17851,17 +17889,21 @@ class Board:
         listing = self.listing(self.hub.upstreams.get(server_id)) or {}
         tools, running = [], list(RunningStats.running(self.path))
         for tool in listing.get("tools", ()):
-            layers, public = self.plan.curation(self.shown, spec, tool["name"], self.hub.separator)
-            try:  # as the shown namespace curates it (overrides), under the name serve counts it by
-                description = CuratedTool(tool, layers, public).tool.get("description") if layers else tool.get("description")
-                description = ("as %s: " % public if public != spec.public_name(tool["name"], self.hub.separator) else
-                               "") + " ".join(str(description or "").split())
+            shown, public, renamed = tool, spec.public_name(tool["name"], self.hub.separator), False
+            try:  # as the shown namespace's tools/list gives it (overrides): its name, description and schema
+                curated, public = self.curated(spec, tool)
+                shown = curated.tool if curated else tool
+                renamed = public != spec.public_name(tool["name"], self.hub.separator)
+                notes = (["%s of %s" % (tool["name"], spec.key)] if renamed else []) + (
+                    ["fixed: " + ", ".join(sorted(curated.fixed))] if curated and curated.fixed else [])
+                description = ("%s: " % "; ".join(notes) if notes else "") + " ".join(
+                    str(shown.get("description") or "").split())
             except ConfigError as exc:
                 description = "refused: %s" % exc
             allowed = {ns: self.plan.left_out(ns, spec, tool["name"], self.hub.separator) is None
                        for ns, entry in self.plan.namespaces.items() if spec.id in entry["servers"]}
-            tools.append({"name": tool["name"], "description": description,
-                          "schema": tool.get("inputSchema") or {}, "allowed": allowed,
+            tools.append({"name": tool["name"], "public": public if renamed else tool["name"],
+                          "description": description, "schema": shown.get("inputSchema") or {}, "allowed": allowed,
                           "served": self.plan.left_out(None, spec, tool["name"], self.hub.separator) is None,
                           "counters": ["serve pid %(pid)d: %(calls)s calls, %(error)s errors, %(rateLimited)s rate-"
                                        "limited, %(cached)s cached, %(refused)s refused; p50 %(p50Ms)s ms, p90 %(p90Ms)s "
@@ -17869,6 +17911,12 @@ class Board:
                                        for snapshot in running if public in snapshot["tools"]]})
         return {"spec": spec, "launch": self.log.mask(spec.display()), "env": sorted(spec.env),
                 "headers": sorted(spec.headers), "tools": tools, "listed": bool(listing)}
+
+    def curated(self, spec, tool):
+        """(CuratedTool or None, public name) of `spec`'s listed `tool` as the shown namespace curates it, the
+        way serve's tools/list does; ConfigError for an override its schema refuses (serve leaves it out)."""
+        layers, public = self.plan.curation(self.shown, spec, tool["name"], self.hub.separator)
+        return (CuratedTool(tool, layers, public) if layers else None), public
 
     def lines(self, server_id):
         """The log panel: the server's stderr and lifecycle lines, and mcpstudio's lines naming it."""
@@ -17900,7 +17948,9 @@ class Board:
         return self.submit(start())
 
     def call(self, server_id, tool, arguments):
-        """`c`: call a tool of the server (starting it if needed); the result shows in details."""
+        """`c`: call a tool of the server (starting it if needed) by its own name, with `arguments` as the shown
+        namespace's schema has them: mapped back as serve maps a client's (CuratedTool.arguments: renamed
+        ones back, defaults and fixed values added); the result shows in details."""
         upstream = self.hub.upstreams.get(server_id)
         if not upstream:
             self.said = "%s is not usable" % server_id
@@ -17908,14 +17958,19 @@ class Board:
         self.results[(server_id, tool)] = None
 
         async def call():
+            given = arguments
             try:
                 await upstream.ready(wait_backoff=False)
+                listed = next((t for t in upstream.known_items("tools") if t.get("name") == tool), None)
+                curated = self.curated(upstream.spec, listed)[0] if listed else None
+                if curated:
+                    given = curated.arguments(arguments)
                 required = any(t.get("name") == tool and _object(t.get("execution")).get("taskSupport") == "required"
                                for t in upstream.known_items("tools"))
                 if required and upstream.tasks.runs(tool):  # a plain call would be refused (-32601): its own task
-                    result = await upstream.tasks.call(tool, arguments, None)
+                    result = await upstream.tasks.call(tool, given, None)
                 else:
-                    result = await upstream.forward("tools/call", {"name": tool, "arguments": arguments}, None)
+                    result = await upstream.forward("tools/call", {"name": tool, "arguments": given}, None)
                 out = io.StringIO()
                 _print_content(result.get("content"), out)
                 if result.get("structuredContent") is not None and not out.getvalue():
@@ -17923,6 +17978,10 @@ class Board:
                 text = ("error: " if result.get("isError") else "") + out.getvalue().strip()
             except UpstreamError as exc:
                 text = "error: %s" % exc.message
+            except ToolError as exc:  # arguments the curated schema refuses, as a client's call gets it
+                text = "error: %s" % exc
+            except ConfigError as exc:  # an override the tool's schema refuses: serve does not list the tool
+                text = "error: refused: %s" % exc
             self.results[(server_id, tool)] = text
             self.said = "%s of %s answered" % (tool, server_id)
         return self.submit(call())
@@ -18075,16 +18134,16 @@ class TuiScreen:
             permission = "hidden" if not tool["served"] else "-" if shown not in tool["allowed"] else (
                 "allowed" if tool["allowed"][shown] else "denied")
             marks = " ".join("%s:%s" % (ns, "+" if ok else "-") for ns, ok in tool["allowed"].items())
-            text = "  %-28s %-8s %-22s %s" % (_clip(tool["name"], 28), permission, _clip(marks, 22), tool["description"])
+            text = "  %-28s %-8s %-22s %s" % (_clip(tool["public"], 28), permission, _clip(marks, 22), tool["description"])
             lines.append((text, self.curses.A_REVERSE if index == self.tool else 0))
             if index == self.tool:  # its counters and last call under it, in view with it
                 selected = len(lines) - 1
                 lines.extend((text, 0) for text in tool["counters"])
                 result = self.board.results.get((row["id"], tool["name"]), "")
                 if result is None:
-                    lines.append(("calling %s ..." % tool["name"], 0))
+                    lines.append(("calling %s ..." % tool["public"], 0))
                 elif result:
-                    lines.append(("result of %s:" % tool["name"], self.curses.A_UNDERLINE))
+                    lines.append(("result of %s:" % tool["public"], self.curses.A_UNDERLINE))
                     lines.extend((text, 0) for text in result.splitlines()[:8])
                 end = len(lines) - 1
         top = max(0, min(selected, end - (height - 5)))

@@ -9925,6 +9925,26 @@ class ToolSearchTests(AggregatorCase):
             self.assertIn("%d characters at most" % mcpstudio.SEARCH_QUERY_MAX, text_of(result))
             self.assertFalse(self.search(server, "create a github issue " * 20, 1).get("isError"))  # 440: searched
 
+    def test_an_empty_query_asks_for_words_and_one_found_tool_is_singular(self):
+        # An empty query answered "Found 0 tools; call them by name ..."; one found tool read "Found 1 tools".
+        with self.serve({"toolSearch": "on"}) as server:
+            server.initialize()
+            for query in ("", "   ", "?!"):
+                empty = server.call("mcpstudio__search_tools", {"query": query})
+                self.assertTrue(empty.get("isError"), empty)
+                self.assertIn("mcpstudio__search_tools needs words in `query`", text_of(empty))
+                self.assertNotIn("Found", text_of(empty))
+            one = self.search(server, "create a github issue", 1)
+            self.assertEqual(len(one["structuredContent"]["tools"]), 1)
+            self.assertTrue(text_of(one).startswith("Found 1 tool; call it by name (or through mcpstudio__call_tool):\n"),
+                            text_of(one))
+            three = self.search(server, "create a github issue", 3)
+            self.assertTrue(text_of(three).startswith("Found 3 tools; call them by name"), text_of(three))
+            none = self.search(server, "zqxjvkw")
+            self.assertEqual(none["structuredContent"]["tools"], [])  # nothing found: it says so, not "Found 0 tools"
+            self.assertEqual(text_of(none), 'No tool matches "zqxjvkw": try other words (the action, the thing, '
+                                            'the service if known)')
+
     def test_two_tools_then_found_tools_join_the_list(self):
         with self.serve({"toolSearch": "on"}) as server:
             server.initialize()
@@ -12434,6 +12454,33 @@ class SelectNamespaceTests(unittest.TestCase):
                 self.assertTrue((error is None) != (how is None))
 
 
+class StderrReasonTests(unittest.TestCase):
+    """stderr_reason (pure): the message of a server's last stderr lines that says why it exited."""
+
+    RICH_ERROR = ["[12/02/26 16:20:02] ERROR    Could not reach the weather API at             server.py:88",
+                  "                             https://api.example.com: connection refused"]
+
+    def test_table(self):
+        reason = "[12/02/26 16:20:02] ERROR Could not reach the weather API at https://api.example.com: connection refused"
+        for lines, said, taken in (
+                (["fake: cannot start: missing API key"], "fake: cannot start: missing API key", 1),
+                (["starting", "", "boom: missing API key  "], "boom: missing API key", 1),   # the last line, blanks left
+                (self.RICH_ERROR, reason, 2),                                              # wrapped: joined, no file:line
+                (self.RICH_ERROR + ["                    INFO     Shutting down              server.py:9"], reason, 2),
+                (["[12/02/26 16:20:01] INFO     Starting with                  server.py:1",
+                  "                             transport 'stdio'"], "[12/02/26 16:20:01] INFO Starting with transport "
+                 "'stdio'", 2),                                                             # no error level: the last
+                (["Traceback (most recent call last):", '  File "x.py", line 3, in <module>', "    main()",
+                  "RuntimeError: GITHUB_TOKEN is not set"], "RuntimeError: GITHUB_TOKEN is not set", 1),
+                (["Error: missing key", "    at Object.<anonymous> (/x.js:1:7)", "    at Module._compile (x.js:2:3)"],
+                 "Error: missing key", 1),                                                  # a stack frame ends it
+                (["    transport 'stdio'", "    and more"], "", 0),                       # its first line is gone
+                ([], "", 0)):
+            with self.subTest(lines=lines):
+                got, lines_taken = mcpstudio.stderr_reason(lines)
+                self.assertEqual((got, len(lines_taken)), (said, taken))
+
+
 class AggregatorTests(AggregatorCase):
     def upstream(self, name, *args, **keys):
         return dict({"command": PY, "args": [self.fake, "--name", name, "--pidfile", self.pids] + list(args)}, **keys)
@@ -13011,6 +13058,34 @@ class AggregatorTests(AggregatorCase):
             error = server.request("tools/list")["error"]
             self.assertEqual(error["code"], -32001)
             self.assertIn("guide at %s or pin" % link, error["message"])
+
+    def test_a_crash_reason_is_a_message_not_a_wrapped_lines_end(self):
+        # A server logging with rich (FastMCP) wraps a long line: the error's reason was the last line, the wrapped
+        # end of one ("server `s` transport 'stdio' (it exited with code 3)"). It is the last message, its lines
+        # joined; a stderr of continuation lines only gives the exit code and the lines.
+        rich = ("[12/02/26 16:20:01] INFO     Starting MCP server 'weather' with             server.py:1371\n"
+                "                             transport 'stdio'\n"
+                "[12/02/26 16:20:02] ERROR    Could not reach the weather API at             server.py:88\n"
+                "                             https://api.example.com: connection refused\n"
+                "                    INFO     Shutting down with transport                   server.py:1400\n"
+                "                             'stdio'")
+        tail = "                             transport 'stdio'\n                             and more of it"
+        data = {"mcpServers": {"s": self.upstream("s", "--crash-at-start", "--crash-message", rich),
+                               "t": self.upstream("t", "--crash-at-start", "--crash-message", tail)}}
+        with self.serve(data) as server:
+            server.initialize()
+            for name in ("s", "t"):
+                server.request("tools/call", {"name": "%s__echo" % name, "arguments": {"text": "x"}})
+            statuses = {entry["id"]: entry for entry in json.loads(text_of(server.call("mcpstudio__servers_list", {})))[
+                "servers"]}
+        said = " ".join(statuses["s"]["lastError"].split())  # the last error-level message, whole, then the other lines
+        self.assertEqual("[12/02/26 16:20:02] ERROR Could not reach the weather API at https://api.example.com: "
+                         "connection refused (it exited with code 3); its last stderr lines: transport 'stdio' | INFO "
+                         "Shutting down with transport server.py:1400 | 'stdio'", said)
+        self.assertEqual(said.count("connection refused"), 1, said)  # the reason's lines are not said twice
+        self.assertRegex(" ".join(statuses["t"]["lastError"].split()),
+                         r"exited with code 3; its last stderr lines: transport 'stdio' \| and more of it$")
+        self.assertNotIn("(it exited", statuses["t"]["lastError"])
 
     def test_status_command(self):
         data = {"mcpServers": {"a": self.upstream("a", "--token", "${MCPS_TEST_TOKEN}"),
@@ -13912,8 +13987,12 @@ class CurationTests(AggregatorCase):
             self.addCleanup(lambda: board.loop.close() if wait_until(lambda: not board.loop.is_running()) else None)
             self.addCleanup(board.close)
             tools = {tool["name"]: tool for tool in board.details("gh")["tools"]}  # from the listing cache
-        self.assertEqual(tools["create_issue"]["description"], "as gh__file_bug: File a bug in acme's repositories.")
-        self.assertEqual(tools["env"]["description"], "as read_env: Work: Read a variable")
+        self.assertEqual(tools["create_issue"]["description"], "create_issue of gh; fixed: org: File a bug in acme's "
+                                                               "repositories.")
+        self.assertEqual((tools["create_issue"]["public"], sorted(tools["create_issue"]["schema"]["properties"])),
+                         ("gh__file_bug", ["draft", "labels", "repo", "summary"]))  # as tools/list gives it
+        self.assertEqual((tools["env"]["public"], tools["env"]["description"]), ("read_env", "env of gh: Work: Read a variable"))
+        self.assertEqual((tools["echo"]["public"], tools["echo"]["description"]), ("echo", "Echo text back (team copy)"))
 
 
 class HttpResumeTests(ScratchDir):
@@ -19523,6 +19602,34 @@ class TuiTests(AggregatorCase):
         tui.press("Ann\r")
         tui.wait_for("result of test_tool_with_task:", "Hello, Ann, from a task!", timeout=COMPILING)
         self.assertEqual(tui.close(), 0)
+
+    def test_the_call_form_shows_and_calls_the_curated_tool(self):
+        # `c` on a tool the config's overrides rename, re-describe and fix an argument of: the TUI shows it as
+        # tools/list does (the curated name and description) and its form asks the curated schema (no `org`);
+        # the call goes to the server as a client's does (the fixed value added, the server's own name).
+        path = self.config({"gh": dict(self.upstream("gh", "--issue-tool"), overrides={"create_issue": {
+            "name": "file_bug", "description": "File a bug in acme's repositories.",
+            "arguments": {"org": {"value": "acme"}}}})})
+        tui = self.tui(path, cols=140)
+        tui.wait_for("SERVER", "gh")
+        tui.press("t")
+        tui.wait_for("gh is running: 6 tools")
+        tui.press("\r")
+        tui.wait_for("tools (6):", "gh__file_bug", "create_issue of gh; fixed: org: File a bug in acme's repositories.")
+        self.assertNotIn("Create a new issue", tui.text())
+        tui.press("jjjjjc")  # the sixth tool
+        tui.wait_for("repo (string, required)")
+        self.assertNotIn("org (", tui.text())
+        tui.press("web\r")
+        tui.wait_for("title (string, required)")
+        tui.press("it breaks\r")
+        tui.wait_for("labels (array")
+        tui.press("\r")
+        tui.wait_for("draft (boolean")
+        tui.press("\r")
+        tui.wait_for("result of gh__file_bug:", 'create_issue {"org": "acme", "repo": "web", "title": "it breaks"}')
+        self.assertEqual(tui.close(), 0)
+        self.assertTrue(self.all_gone())
 
     def test_edits_go_through_the_config(self):
         target = self.config({"good": self.upstream("good"), "other": self.upstream("other")})
