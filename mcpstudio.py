@@ -12542,11 +12542,12 @@ class ConfigReload:
     _reloading = events = None  # the reload under way (one at a time); what the config's own sources report to
 
     def __init__(self, read, local, local_key, namespace: Namespace, log: Log, config_path, mark, new_upstream,
-                 instances: IsolatedInstances, changed):
+                 instances: IsolatedInstances, changed, shared):
         """`read()`: (local sources, UpstreamPlan, local key) of the file as it is now (`read` None: there is no file);
         `local_key`: the config's own part, to tell whether a reload changed it; `mark()`: the watch's (the file as
-        it is now is the one read); `new_upstream(spec)`: an Upstream; `changed()`: the tool set changed."""
-        self.read, self.mark = read, mark
+        it is now is the one read); `new_upstream(spec)`: an Upstream; `changed()`: the tool set changed; `shared`:
+        id -> the Upstream every URL runs (Aggregator.upstreams), which /mcp's reloads keep true."""
+        self.read, self.mark, self.shared = read, mark, shared
         self.local, self.local_key = list(local), local_key  # the config's own sources, and their part of the file
         self.upstreams = {}  # id -> Upstream, of the active namespace, in config order
         self.namespace, self.new_upstream, self.instances = namespace, new_upstream, instances
@@ -12589,7 +12590,14 @@ class ConfigReload:
             report["localToolsReloaded"] = True
         for sid, spec in specs.items():
             upstream = old.get(sid)
-            if not upstream:
+            running = self.shared.get(sid) if not upstream else None  # a namespace's URL may run it already
+            if running is not None and getattr(running.spec, "origin", running.spec).launch == spec.launch:
+                running.update(spec.listed())  # taken over, as it runs
+                new[sid] = running
+            elif not upstream:
+                if running is not None:
+                    await running.stop("its configuration changed")
+                    self.instances.stop_servers([sid], "its configuration changed")
                 new[sid] = self.new_upstream(spec)
             elif sid in report["restarted"]:
                 running = upstream.state == "running"
@@ -12603,6 +12611,10 @@ class ConfigReload:
                 new[sid] = upstream
         for sid in report["removed"]:
             await old[sid].stop("it was removed from the config")
+        gone = [sid for sid in self.shared if sid not in {spec.id for spec in plan.specs}]  # from every namespace
+        for sid in gone:  # a namespace's URL now answers that it is no longer configured
+            await self.shared.pop(sid).stop("it was removed from the config")
+        self.instances.stop_servers(gone, "it was removed from the config")
         self.instances.stop_servers(report["removed"] + report["restarted"], "its configuration changed")
         self.upstreams = new
         report["namespace"] = self.namespace.name
@@ -12668,7 +12680,7 @@ class Aggregator(Source):
         self.upstream_skills = UpstreamSkills(self.namespace, log, lambda: self.upstreams, self._active, self._discover,
                                               lambda: self.local)
         self.config = ConfigReload(reload, local, local_key, self.namespace, log, config_path, self.watch.mark,
-                                   self._new_upstream, self.instances, self.downstream.changed)
+                                   self._new_upstream, self.instances, self.downstream.changed, self.shared)
 
     @property
     def local(self):
@@ -12682,17 +12694,10 @@ class Aggregator(Source):
         it (its reloads), so a URL opened before or after a reload of /mcp runs /mcp's current one."""
         if self.along is None:
             return self.config.upstreams
-        return {sid: self.shared.get(sid, upstream) for sid, upstream in self.config.upstreams.items()}
+        return {sid: self.shared[sid] for sid in self.config.upstreams if sid in self.shared}  # (gone: removed)
 
     def _new_upstream(self, spec: UpstreamSpec) -> Upstream:
-        """A server's Upstream. /mcp's is the one every URL runs from then on: one a namespace's URL already runs with
-        the same command is taken over (a reload that adds it to /mcp's namespace), one with another is stopped."""
-        running = self.shared.get(spec.id) if self.along is None else None
-        if running is not None and running not in self.config.upstreams.values():
-            if getattr(running.spec, "origin", running.spec).launch == spec.launch:
-                running.update(spec.listed())
-                return running
-            asyncio.ensure_future(running.stop("its configuration changed"))
+        """A server's Upstream; /mcp's is the one every URL runs from then on (see upstreams)."""
         upstream = Upstream(spec.listed(), self.runner, self.log, self.downstream, self.cache_dir,
                             config_path=self.config_path, start_tool=self.namespace.manager_name("servers_start"))
         if self.along is None:

@@ -18030,6 +18030,14 @@ class NamespaceUrlTests(AggregatorCase):
             self.assertEqual(self.call(http, "/mcp", "alpha__echo", {"text": "back"}), "alpha: back")
             self.assertEqual(len(alphas()), 2, "/mcp started a process of its own beside the namespaces' one")
             self.assertTrue(alive(alphas()[1]))
+            del data["mcpServers"]["alpha"]  # out of the file: stopped, and no URL starts it again
+            data["namespaces"] = {"work": ["beta"], "play": ["beta"], "spare": ["beta"]}
+            with open(path, "w") as f:
+                json.dump(data, f)
+            self.assertEqual(json.loads(self.call(http, "/mcp/spare", "mcpstudio__config_reload", {}))["removed"], ["alpha"])
+            self.assertTrue(wait_until(lambda: not alive(alphas()[1])))
+            self.assertIn("Unknown tool: alpha__echo", self.call(http, "/mcp/play", "alpha__echo", {"text": "gone"}))
+            self.assertEqual(len(alphas()), 2)
         self.assertTrue(wait_until(lambda: not any(alive(pid) for pid in alphas()), WAIT))
 
     def test_the_result_cache_keeps_each_namespaces_answers_apart(self):
