@@ -7122,8 +7122,8 @@ class ScriptModeTests(ScratchDir):
             ack = server.notifications_of("notifications/subscriptions/acknowledged")[0]["params"]
             self.assertEqual(ack, {"_meta": {"io.modelcontextprotocol/subscriptionId": "sub"},
                                    "notifications": {"toolsListChanged": True}})  # no prompts here
-            self.make("second", {})
-            self.assertTrue(wait_until(lambda: server.notifications_of("notifications/tools/list_changed"), WAIT))
+            self.make("second", {})  # found by the rescan, then asked its --help: a Python start, slow under CI's load
+            self.assertTrue(wait_until(lambda: server.notifications_of("notifications/tools/list_changed"), COMPILING))
             change = server.notifications_of("notifications/tools/list_changed")[0]["params"]
             self.assertEqual(change, {"_meta": {"io.modelcontextprotocol/subscriptionId": "sub"}})
             self.assertEqual(server.notifications_of("notifications/resources/list_changed"), [])  # not asked for
