@@ -141,6 +141,7 @@ MAX_UNSENT = 8 << 20            # bytes of replies the client has not read yet; 
 DROPPABLE = ("notifications/message", "notifications/progress")  # dropped while MAX_UNSENT bytes wait
 WATCHDOG_ENV = "MCPSTUDIO_WATCHDOG"  # marks every child, so the watchdog finds it (see watchdog_main)
 HELP_TIMEOUT = 10.0             # seconds a script's --help (or --state) may take
+HELP_RETRY = 3                  # --help timeouts after which one that timed out (or was killed) is asked again
 RESCAN_INTERVAL = 2.0           # seconds between looks for added, changed or removed scripts
 
 LOG_LEVELS = tuple("debug info notice warning error critical alert emergency".split())
@@ -5663,8 +5664,11 @@ class ScriptDirectory(Source):
         return changed
 
     def _fresh(self, info):
+        """Whether what the script's --help said still holds: the file is unchanged, and a --help that timed out or
+        was killed (a busy machine, a virus scan of a new file) was asked less than HELP_RETRY timeouts ago."""
         entry = self._known.get(info[0])
-        return bool(entry) and entry.get("size") == info[1] and entry.get("mtime") == info[2]
+        return bool(entry) and entry.get("size") == info[1] and entry.get("mtime") == info[2] and not (
+            "transient" in entry and time.monotonic() - entry["transient"] >= HELP_RETRY * self.help_timeout)
 
     def _names(self, rels):
         """rel path -> tool name. The path's parts joined by the separator, extensions
@@ -5719,7 +5723,7 @@ class ScriptDirectory(Source):
             tail = _decoded(result.stderr).strip()[-300:]
             entry["error"] = describe_failure(result, self.help_timeout, "`--help`") + ((" " + tail) if tail else "")
             if result.status != "exited" or (result.returncode or 0) < 0:
-                entry["transient"] = True  # a timeout or signal: asked again after a restart
+                entry["transient"] = time.monotonic()  # a timeout or signal: asked again later (_fresh)
             return entry
         try:
             meta = json.loads(command_text(result.stdout) or "{}")

@@ -7134,6 +7134,24 @@ class ScriptModeTests(ScratchDir):
             time.sleep(0.8)
             self.assertEqual(len(server.notifications_of("notifications/tools/list_changed")), 1)  # it ended
 
+    def test_a_help_that_timed_out_is_asked_again_later(self):
+        # A --help slow once (a busy machine, a virus scan of a new file) is not the script's last word: a rescan
+        # HELP_RETRY timeouts later asks it again, and the tool appears, with no change to the file.
+        marker = os.path.join(self.dir, "asked-once")
+        path = os.path.join(self.root, "slow_once")
+        with open(path, "w") as f:
+            f.write("#!%s\nimport os, sys, time\n" % PY)
+            f.write("if sys.argv[1:] == ['--help']:\n")
+            f.write("    if not os.path.exists(%r):\n        open(%r, 'w').close()\n        time.sleep(60)\n" % (marker, marker))
+            f.write("    print('{\"description\": \"Slow once.\"}')\n    sys.exit(0)\nprint('ok')\n")
+        os.chmod(path, 0o755)
+        with self.serve("--rescan", "0.2") as server:
+            server.initialize()
+            self.assertEqual(self.tool_names(server), [])  # its first --help timed out (2 s)
+            self.assertTrue(os.path.exists(marker))
+            self.assertTrue(wait_until(lambda: self.tool_names(server) == ["slow_once"], COMPILING))
+            self.assertTrue(wait_until(lambda: server.notifications_of("notifications/tools/list_changed")))
+
     def test_tools_list_sees_new_scripts_at_once(self):
         # Even without the background rescan, tools/list notices an added script.
         self.make("first", {})
