@@ -10844,24 +10844,28 @@ class ListingCache:
 # writes a line whose time the line above shows. An indented line after it continues it (rich, or a screen, wrapped
 # it), up to a stack frame (`File "..."`, `at ...`), which is no part of the reason.
 _MESSAGE_START = re.compile(r"\S|\s*(?:\[[^\]]*\]\s*)?(?:DEBUG|INFO|WARN|WARNING|ERROR|CRITICAL|FATAL)\b")
-_ERROR_LEVEL = re.compile(r"\s*(?:\[[^\]]*\]\s*)?(?:ERROR|CRITICAL|FATAL)\b")
-_STACK_FRAME = re.compile(r"\s+(?:File \"|at )")
+# An error: logged at an error level, or an exception's line (RuntimeError:, Error:, panic:, error[E0425]:)
+_ERROR_LEVEL = re.compile(r"\s*(?:\[[^\]]*\]\s*)?(?:ERROR|CRITICAL|FATAL)\b|(?:[\w.]*(?:Error|Exception)|panic|error(?:\[\w+\])?):")
+# A line that ends a message and starts none: a stack frame (Python, Node, Go's tab-indented ones), or the line a
+# runtime closes every failure with (Node's version, Rust's backtrace note, npm's log file)
+_STACK_FRAME = re.compile(r"\s+(?:File \"|at )|\t|goroutine \d+ \[|Node\.js v\d|note: run with `?RUST_BACKTRACE"
+                          r"|npm (?:ERR!|error) A complete log")
 _LOCATION = re.compile(r"\s{2,}[\w.-]+:\d+$")  # rich's file:line at a wrapped line's right edge
 
 
 def stderr_reason(lines):
     """(the message of a server's stderr `lines` that says why it failed, as one line; the lines it took): the last
-    one logged at an error level, else the last one. A message starts at a line that starts one (_MESSAGE_START)
+    error (_ERROR_LEVEL), else the last message. A message starts at a line that starts one (_MESSAGE_START)
     and takes the continuation lines after it, blanks collapsed; ("", []) when no line starts one (the message's
     first line is gone)."""
     lines = [line.rstrip() for line in lines if line.strip()]
     messages, going_on = [], False  # [[a message's lines]]; whether the next indented line continues the last
     for line in lines:
-        if _MESSAGE_START.match(line):
+        if _STACK_FRAME.match(line):
+            going_on = False
+        elif _MESSAGE_START.match(line):
             messages.append([line])
             going_on = True
-        elif _STACK_FRAME.match(line):
-            going_on = False
         elif going_on:
             messages[-1].append(line)
     if not messages:

@@ -12493,6 +12493,18 @@ class StderrReasonTests(unittest.TestCase):
                 (["Error: missing key", "    at Object.<anonymous> (/x.js:1:7)", "    at Module._compile (x.js:2:3)"],
                  "Error: missing key", 1),                                                  # a stack frame ends it
                 (["    transport 'stdio'", "    and more"], "", 0),                       # its first line is gone
+                # each runtime's shape: the error, not the line it closes with, nor an earlier logged error
+                (["throw new Error('missing key')", "^", "Error: missing key", "    at Object.<anonymous> (/x.js:1:7)",
+                  "Node.js v20.10.0"], "Error: missing key", 1),
+                (["panic: runtime error: index out of range", "goroutine 1 [running]:", "main.main()",
+                  "\t/tmp/x.go:5 +0x1d"], "panic: runtime error: index out of range", 1),
+                (["thread 'main' panicked at src/main.rs:2:5:", "missing key",
+                  "note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace"], "missing key", 1),
+                (["npm ERR! code E404", "npm ERR! 404 Not Found - GET https://registry.npmjs.org/nope",
+                  "npm ERR! A complete log of this run can be found in: /root/.npm/_logs/x.log"],
+                 "npm ERR! 404 Not Found - GET https://registry.npmjs.org/nope", 1),
+                (["ERROR: retrying the connection", "Traceback (most recent call last):", '  File "x.py", line 3',
+                  "ValueError: bad port"], "ValueError: bad port", 1),
                 ([], "", 0)):
             with self.subTest(lines=lines):
                 got, lines_taken = mcpstudio.stderr_reason(lines)
