@@ -2103,14 +2103,15 @@ class WindowsTests(ScratchDir):
         # overwrote a file the other had just rotated there (lost, unsaid): 6-7 of 120 lines under Wine.
         config = os.path.join(self.tools, "audited.json")
         with open(config, "w") as f:
-            json.dump({"audit": {"file": "audit.jsonl", "maxBytes": 1024, "keep": 60},  # keep drops nothing
+            # a line is 900-1000 bytes (its text twice): each write rotates, and keep drops nothing
+            json.dump({"audit": {"file": "audit.jsonl", "maxBytes": 1024, "keep": 100},
                        "tools": [{"name": "show", "command": '"%s" "%s" {text}' % (PY, self.argv_py)}]}, f)
         calls, failures = 40, []
 
         def run(server, name):
             try:
                 for number in range(calls):
-                    server.call("show", {"text": "%s %d" % (name, number)}, timeout=COMPILING)
+                    server.call("show", {"text": "%s %d %s" % (name, number, "x" * 300)}, timeout=COMPILING)
             except Exception as exc:  # said below, in the main thread
                 failures.append(exc)
         with self.serve("serve", "--config", config) as first, self.serve("serve", "--config", config) as second:
@@ -2126,7 +2127,7 @@ class WindowsTests(ScratchDir):
         for server in (first, second):
             self.assertNotIn("audit log", "".join(server.stderr))
         self.assertTrue(os.path.exists(os.path.join(self.tools, "audit.jsonl.2")), "hardly rotated")
-        texts = self.audit_texts(60)
+        texts = [" ".join(text.split()[:2]) for text in self.audit_texts(100)]
         self.assertEqual(sorted(texts), sorted("%s %d" % (name, n) for name in "ab" for n in range(calls)))
         for name in "ab":  # each server's lines in its order, across the files
             self.assertEqual([t for t in texts if t[0] == name], ["%s %d" % (name, n) for n in range(calls)])
@@ -2152,13 +2153,16 @@ class WindowsTests(ScratchDir):
                 for number in range(6):
                     self.assertEqual(self.call_args(server, "show", {"text": "held %d" % number}), ["held %d" % number])
                 if os.name == "nt":  # nothing rotated yet: the older files where they were
-                    self.assertFalse(os.path.exists(audit + ".3"))
-            for number in range(3):
+                    self.assertEqual(self.audit_texts(10), ["C", "B", "A"] + ["held %d" % n for n in range(6)])
+                    self.assertEqual([n for n in range(1, 11) if os.path.exists("%s.%d" % (audit, n))], [1, 2])
+            for number in range(2):  # (two lines: less than maxBytes)
                 self.assertEqual(self.call_args(server, "show", {"text": "after %d" % number}), ["after %d" % number])
             self.assertEqual(server.close(), 0, server.context())
         self.assertEqual(self.audit_texts(10), ["C", "B", "A"] + ["held %d" % n for n in range(6)]
-                         + ["after %d" % n for n in range(3)])
+                         + ["after %d" % n for n in range(2)])
         self.assertTrue(os.path.exists(audit + ".3"), "never rotated")
+        if os.name == "nt":  # rotated once, when the reader let go
+            self.assertEqual([n for n in range(1, 11) if os.path.exists("%s.%d" % (audit, n))], [1, 2, 3])
         said = "".join(server.stderr)
         if os.name == "nt":
             self.assertEqual(said.count("audit log"), 1, said)
