@@ -2702,13 +2702,22 @@ else:  # pragma: windows (Windows CPython under Wine in .ci/windows; the README 
     @contextlib.contextmanager
     def _rotation_lock(path):
         """A lock the processes sharing the audit file `path` hold while they rotate it (else two rotate at once,
-        and one's rename overwrites a file the other just moved there): byte 0 of `path`.lock, msvcrt.locking's
-        LK_LOCK (retried for about 10 s). A lock that cannot be had: the rotation goes on, as on POSIX."""
+        and one's rename overwrites a file the other just moved there): byte 0 of `path`.lock, msvcrt.locking,
+        tried every 10 ms for up to 10 s (LK_LOCK's own retries are 10 s on Windows but 10 ms under Wine, where
+        two servers' rotations then overlapped again). A lock that cannot be had: the rotation goes on, as on POSIX."""
         import msvcrt
         fd = None
         try:
             fd = os.open(path + ".lock", os.O_RDWR | os.O_CREAT | os.O_BINARY | os.O_NOINHERIT, 0o600)
-            msvcrt.locking(fd, msvcrt.LK_LOCK, 1)  # from the position, 0 after the open
+            deadline = time.monotonic() + 10
+            while True:
+                try:
+                    msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)  # from the position, 0 after the open
+                    break
+                except OSError:
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.01)
         except OSError:
             if fd is not None:
                 os.close(fd)
