@@ -6804,10 +6804,13 @@ class AuditLog:
                         self.check(os.lstat(older), older)  # a planted rotated file: nothing is moved
                     except FileNotFoundError:
                         continue  # another process sharing the file moved it first
-                    try:
-                        os.replace(older, "%s.%d" % (self.path, number))
+                    try:  # only the oldest is replaced: on Windows a rename onto a file that is there fails
+                        (os.replace if number == self.keep else os.rename)(older, "%s.%d" % (self.path, number))
                     except FileNotFoundError:
                         pass
+                    except FileExistsError as exc:  # (a file missed above: not overwritten)
+                        problem = exc
+                        break
                     except OSError as exc:
                         if older != self.path:
                             raise
