@@ -2322,6 +2322,26 @@ if _POSIX:
     def _open_appending(path, flags, mode):
         return os.open(path, flags, mode)  # another process may rename it while it is open (a rotation)
 
+    @contextlib.contextmanager
+    def _rotation_lock(path):
+        """A lock the processes sharing the audit file `path` hold while they rotate it: flock on its folder
+        (a folder that cannot be locked: the rotation goes on, as it did before locks)."""
+        import fcntl
+        fd = None
+        try:
+            fd = os.open(os.path.dirname(os.path.abspath(path)), os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError:
+            pass
+        try:
+            yield
+        finally:
+            if fd is not None:
+                os.close(fd)  # the lock goes with it
+
+    def _cannot_move(path):
+        return None  # a rename does not mind who has the file open here
+
     def _cache_base():
         return os.path.expanduser("~/Library/Caches" if sys.platform == "darwin" else "~/.cache")
 
@@ -2679,6 +2699,57 @@ else:  # pragma: windows (Windows CPython under Wine in .ci/windows; the README 
         except OSError:
             kernel32.CloseHandle(handle)
             raise
+
+    @contextlib.contextmanager
+    def _rotation_lock(path):
+        """A lock the processes sharing the audit file `path` hold while they rotate it (else two rotate at once,
+        and one's rename overwrites a file the other just moved there): byte 0 of `path`.lock, msvcrt.locking,
+        tried every 10 ms for up to 10 s (LK_LOCK's own retries are 10 s on Windows but 10 ms under Wine, where
+        two servers' rotations then overlapped again). A lock that cannot be had: the rotation goes on, as on POSIX."""
+        import msvcrt
+        fd = None
+        try:
+            fd = os.open(path + ".lock", os.O_RDWR | os.O_CREAT | os.O_BINARY | os.O_NOINHERIT, 0o600)
+            deadline = time.monotonic() + 10
+            while True:
+                try:
+                    msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)  # from the position, 0 after the open
+                    break
+                except OSError:
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.01)
+        except OSError:
+            if fd is not None:
+                os.close(fd)
+                fd = None
+        try:
+            yield
+        finally:
+            if fd is not None:
+                try:
+                    os.lseek(fd, 0, os.SEEK_SET)
+                    msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
+                except OSError:
+                    pass  # closing releases it too
+                os.close(fd)
+
+    def _cannot_move(path):
+        """Why `path` cannot be renamed now, or None: another process holds it open without sharing delete
+        (Python's open() here, most readers and tailers), so a rename would fail with a sharing violation. Asked
+        by opening it for DELETE, which meets the same sharing check, and closing it again."""
+        try:
+            import ctypes
+            kernel32 = _kernel32()
+        except (ImportError, OSError, AttributeError):
+            return None
+        # DELETE; share read, write and delete; OPEN_EXISTING
+        handle = kernel32.CreateFileW(path, 0x10000, 0x1 | 0x2 | 0x4, None, 3, 0x80, None)
+        if handle in (None, ctypes.c_void_p(-1).value):
+            error = ctypes.get_last_error()
+            return None if error in (2, 3) else ctypes.WinError(error)  # not found: another process moved it
+        kernel32.CloseHandle(handle)
+        return None
 
     _BINARY_CONTROLS = re.compile(r"[\x00-\x07\x0e-\x1a\x1c-\x1f\x7f]")  # controls no text has (it may have tab to CR, ESC)
 
@@ -6664,6 +6735,7 @@ class AuditLog:
     def __init__(self, path, max_bytes=AUDIT_MAX_BYTES, keep=AUDIT_KEEP, required=False):
         self.path, self.max_bytes, self.keep, self.required = path, max_bytes, keep, required
         self.fd = None
+        self.unrotated = None  # why FILE could not be rotated, once said (until it is)
 
     def open(self):
         """The descriptor, opened on first use (OSError when the file cannot be written, or is not ours)."""
@@ -6712,20 +6784,49 @@ class AuditLog:
             if self.fd is not None and self._moved():  # another process sharing the file rotated it
                 self._close()
             if os.fstat(self.open()).st_size + len(line) > self.max_bytes:
-                with self._locked():  # one rotation, whichever process sharing the file comes first
-                    if not self._moved() and os.fstat(self.fd).st_size + len(line) > self.max_bytes:
-                        self._close()
-                        for number in range(self.keep, 0, -1):
-                            older = "%s.%d" % (self.path, number - 1) if number > 1 else self.path
-                            if os.path.lexists(older):
-                                self.check(os.lstat(older), older)  # a planted rotated file: nothing is moved
-                                os.replace(older, "%s.%d" % (self.path, number))
-                    self._close()
+                self._rotate(len(line), log)
             os.write(self.open(), line)
             return True
         except OSError as exc:
             log.error("audit log %s: cannot write: %s", self.path, exc)
             return False
+
+    def _rotate(self, size, log: Log):
+        """FILE to FILE.1 (and each FILE.N to FILE.N+1), unless another process sharing the file rotated it first
+        (one rotation at a time: _rotation_lock). When FILE cannot be moved (Windows: a reader holds it without
+        sharing delete), nothing is moved and its lines go on in it past maxBytes, said once, till it can."""
+        with _rotation_lock(self.path):
+            if self._moved() or os.fstat(self.fd).st_size + size <= self.max_bytes:
+                self._close()  # another process rotated it
+                return
+            problem = _cannot_move(self.path)
+            if problem is None:
+                self._close()
+                for number in range(self.keep, 0, -1):
+                    older = "%s.%d" % (self.path, number - 1) if number > 1 else self.path
+                    try:
+                        if not os.path.lexists(older):
+                            continue
+                        self.check(os.lstat(older), older)  # a planted rotated file: nothing is moved
+                    except FileNotFoundError:
+                        continue  # another process sharing the file moved it first
+                    try:  # only the oldest is replaced: on Windows a rename onto a file that is there fails
+                        (os.replace if number == self.keep else os.rename)(older, "%s.%d" % (self.path, number))
+                    except FileNotFoundError:
+                        pass
+                    except FileExistsError as exc:  # (a file missed above: not overwritten)
+                        problem = exc
+                        break
+                    except OSError as exc:
+                        if older != self.path:
+                            raise
+                        problem = exc  # FILE held since _cannot_move asked: it stays, and takes the line
+            if problem is None:
+                self.unrotated = None
+            elif self.unrotated is None:
+                self.unrotated = problem
+                log.error("audit log %s: cannot rotate it: %s; its lines go on in it, past maxBytes, until it can",
+                          self.path, problem)
 
     def _close(self):
         if self.fd is not None:
@@ -6739,27 +6840,6 @@ class AuditLog:
         except OSError:
             return True
         return (now.st_dev, now.st_ino) != (mine.st_dev, mine.st_ino)
-
-    def _locked(self):
-        """A lock the processes sharing this file hold while they rotate it (on its folder; none on Windows)."""
-        if not _POSIX:
-            return contextlib.nullcontext()
-
-        @contextlib.contextmanager
-        def held():
-            import fcntl
-            fd = None
-            try:
-                fd = os.open(os.path.dirname(os.path.abspath(self.path)), os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-                fcntl.flock(fd, fcntl.LOCK_EX)
-            except OSError:
-                pass  # a folder that cannot be locked: the rotation goes on, as it did before locks
-            try:
-                yield
-            finally:
-                if fd is not None:
-                    os.close(fd)  # the lock goes with it
-        return held()
 
 
 def take_token(buckets, limits, now):
