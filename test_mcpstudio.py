@@ -2115,6 +2115,9 @@ class WindowsTests(ScratchDir):
                     texts += [json.loads(line)["arguments"]["text"] for line in f]
         return texts
 
+    @unittest.skipIf(os.environ.get("MCPSTUDIO_WINE"), "under Wine two processes' appends to one file are not atomic "
+                     "(a torn line was seen once), which Windows' are: the race runs on Linux; under Wine one server's "
+                     "rotation and its lock run in test_an_audit_file_a_reader_holds_keeps_every_line")
     def test_two_servers_rotating_one_audit_file_at_once_lose_no_line(self):
         # review12 defect 1: on Windows nothing serialized two servers' rotations (POSIX locks the folder), so
         # both ran the FILE.N-1 -> FILE.N renames at once: one hit "file not found" (said, the line lost) or
