@@ -141,7 +141,8 @@ MAX_UNSENT = 8 << 20            # bytes of replies the client has not read yet; 
 DROPPABLE = ("notifications/message", "notifications/progress")  # dropped while MAX_UNSENT bytes wait
 WATCHDOG_ENV = "MCPSTUDIO_WATCHDOG"  # marks every child, so the watchdog finds it (see watchdog_main)
 HELP_TIMEOUT = 10.0             # seconds a script's --help (or --state) may take
-HELP_RETRY = 3                  # --help timeouts after which one that timed out (or was killed) is asked again
+HELP_RETRY = 3                  # --help timeouts after which one that timed out (or was killed) is asked again,
+HELP_TRIES = 3                  # twice as long after each, this many times in all (then at its next change)
 RESCAN_INTERVAL = 2.0           # seconds between looks for added, changed or removed scripts
 
 LOG_LEVELS = tuple("debug info notice warning error critical alert emergency".split())
@@ -5739,7 +5740,8 @@ class ScriptDirectory(Source):
         was killed (a busy machine, a virus scan of a new file) was asked less than HELP_RETRY timeouts ago."""
         entry = self._known.get(info[0])
         return bool(entry) and entry.get("size") == info[1] and entry.get("mtime") == info[2] and not (
-            "transient" in entry and time.monotonic() - entry["transient"] >= HELP_RETRY * self.help_timeout)
+            "transient" in entry and entry["tries"] < HELP_TRIES
+            and time.monotonic() - entry["transient"] >= HELP_RETRY * self.help_timeout * 2 ** (entry["tries"] - 1))
 
     def _names(self, rels):
         """rel path -> tool name. The path's parts joined by the separator, extensions
@@ -5794,7 +5796,9 @@ class ScriptDirectory(Source):
             tail = _decoded(result.stderr).strip()[-300:]
             entry["error"] = describe_failure(result, self.help_timeout, "`--help`") + ((" " + tail) if tail else "")
             if result.status != "exited" or (result.returncode or 0) < 0:
-                entry["transient"] = time.monotonic()  # a timeout or signal: asked again later (_fresh)
+                before = self._known.get(path) or {}  # a timeout or signal: asked again later (_fresh)
+                entry["transient"], entry["tries"] = time.monotonic(), before.get("tries", 0) + 1 if (
+                    "transient" in before and before.get("mtime") == mtime and before.get("size") == size) else 1
             return entry
         try:
             meta = json.loads(command_text(result.stdout) or "{}")
@@ -6793,34 +6797,41 @@ class AuditLog:
 
     def _rotate(self, size, log: Log):
         """FILE to FILE.1 (and each FILE.N to FILE.N+1), unless another process sharing the file rotated it first
-        (one rotation at a time: _rotation_lock). When FILE cannot be moved (Windows: a reader holds it without
-        sharing delete), nothing is moved and its lines go on in it past maxBytes, said once, till it can."""
+        (one rotation at a time: _rotation_lock). FILE is moved aside first, so when it cannot be moved (Windows: a
+        reader holds it without sharing delete; POSIX: chattr +a) nothing is; when a rotated file cannot be (held,
+        or planted), FILE goes back. Either way its lines go on in FILE past maxBytes, said once, till it can."""
         with _rotation_lock(self.path):
             if self._moved() or os.fstat(self.fd).st_size + size <= self.max_bytes:
                 self._close()  # another process rotated it
+                self.unrotated = None
                 return
-            problem = _cannot_move(self.path)
+            self._close()
+            aside, problem = self.path + ".rotating", _cannot_move(self.path)
             if problem is None:
-                self._close()
-                for number in range(self.keep, 0, -1):
-                    older = "%s.%d" % (self.path, number - 1) if number > 1 else self.path
+                try:
+                    self.check(os.lstat(self.path), self.path)
+                    os.rename(self.path, aside)
+                except FileNotFoundError:
+                    return  # another process sharing the file moved it first
+                except OSError as exc:
+                    problem = exc
+            if problem is None:
+                try:
+                    for number in range(self.keep, 1, -1):
+                        older = "%s.%d" % (self.path, number - 1)
+                        try:
+                            self.check(os.lstat(older), older)  # a planted rotated file: not moved
+                            # only the oldest is replaced: on Windows a rename onto a file that is there fails
+                            (os.replace if number == self.keep else os.rename)(older, "%s.%d" % (self.path, number))
+                        except FileNotFoundError:
+                            continue  # none yet
+                    os.rename(aside, self.path + ".1")
+                except OSError as exc:
+                    problem = exc
                     try:
-                        if not os.path.lexists(older):
-                            continue
-                        self.check(os.lstat(older), older)  # a planted rotated file: nothing is moved
-                    except FileNotFoundError:
-                        continue  # another process sharing the file moved it first
-                    try:  # only the oldest is replaced: on Windows a rename onto a file that is there fails
-                        (os.replace if number == self.keep else os.rename)(older, "%s.%d" % (self.path, number))
-                    except FileNotFoundError:
-                        pass
-                    except FileExistsError as exc:  # (a file missed above: not overwritten)
-                        problem = exc
-                        break
-                    except OSError as exc:
-                        if older != self.path:
-                            raise
-                        problem = exc  # FILE held since _cannot_move asked: it stays, and takes the line
+                        os.rename(aside, self.path)  # back, to take the lines
+                    except OSError:
+                        pass  # a FILE made meanwhile takes them; the old lines stay in FILE.rotating
             if problem is None:
                 self.unrotated = None
             elif self.unrotated is None:

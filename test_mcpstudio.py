@@ -7233,8 +7233,8 @@ class ScriptModeTests(ScratchDir):
         with self.serve("--rescan", "0.2") as server:
             server.initialize()
             self.assertEqual(self.tool_names(server), [])  # its first --help timed out (2 s)
-            self.assertTrue(os.path.exists(marker))
             self.assertTrue(wait_until(lambda: self.tool_names(server) == ["slow_once"], COMPILING))
+            self.assertTrue(os.path.exists(marker))  # (asked twice: the first made it)
             self.assertTrue(wait_until(lambda: server.notifications_of("notifications/tools/list_changed")))
 
     def test_tools_list_sees_new_scripts_at_once(self):
@@ -7275,7 +7275,7 @@ class ScriptModeTests(ScratchDir):
             f.write("#!/bin/sh\nif [ \"$1\" = --help ]; then echo slow >>'%s'; sleep 1.5; echo '{}'; exit 0; fi\n"
                     "echo ok\n" % self.help_log)
         os.chmod(path, 0o755)
-        with self.serve("--help-timeout", "0.5") as server:
+        with self.serve("--help-timeout", "0.5", "--rescan", "0") as server:  # (no rescan to ask it again)
             server.initialize()
             self.assertEqual(self.tool_names(server), [])
             self.assertTrue(wait_until(lambda: self.helps() == ["slow"]))  # asked (and timed out) before the restart
@@ -8908,6 +8908,35 @@ class GuardTests(ScratchDir):
         self.assertFalse(os.path.exists(rotated + ".2"))
         with open(rc) as f:
             self.assertEqual(f.read(), "alias ll='ls -l'\n")
+
+    def test_an_audit_file_that_cannot_be_moved_keeps_its_rotated_files(self):
+        # review15: when FILE itself cannot be renamed (chattr +a here; on Windows a reader), each write shifted
+        # FILE.N up before it failed, so rotated files fell off the end one a write, said once. FILE is moved
+        # aside first now: nothing is moved, every line goes on in FILE, and it rotates once FILE can move.
+        from unittest import mock
+        audit = mcpstudio.AuditLog(self.audit, max_bytes=100, keep=3)
+        for suffix, text in ((".2", "C"), (".1", "B"), ("", "A" * 90)):
+            with open(self.audit + suffix, "w") as f:
+                f.write(text + "\n")
+            os.chmod(self.audit + suffix, 0o600)
+        rename, log = os.rename, mcpstudio.Log()
+
+        def stuck(source, target):
+            if source == self.audit:
+                raise PermissionError(1, "Operation not permitted", source)
+            return rename(source, target)
+        with mock.patch("os.rename", stuck):
+            for number in range(4):
+                self.assertTrue(audit.write({"n": number}, log, []))
+        with open(self.audit + ".1") as f, open(self.audit + ".2") as g:
+            self.assertEqual((f.read(), g.read()), ("B\n", "C\n"))
+        self.assertFalse(os.path.exists(self.audit + ".3"))
+        with open(self.audit) as f:
+            self.assertEqual(f.read().count("\n"), 5)  # A's line and the four written while it was stuck
+        self.assertTrue(audit.write({"n": 4}, log, []))  # FILE can move again: one rotation
+        self.addCleanup(audit._close)
+        with open(self.audit + ".1") as f, open(self.audit + ".2") as g, open(self.audit + ".3") as h:
+            self.assertEqual((f.read().count("\n"), g.read(), h.read()), (5, "B\n", "C\n"))
 
     def test_two_processes_share_one_audit_file(self):
         # Issue 41.17: two servers on one audit file (a desktop app and an editor on one config): after one rotated,
