@@ -6806,7 +6806,9 @@ class AuditLog:
                 self.unrotated = None
                 return
             self._close()
-            aside, problem = self.path + ".rotating", _cannot_move(self.path)
+            # (a name of this rotation's own: one a killed process left never blocks a rotation, nor is replaced)
+            aside = "%s.rotating-%d-%d" % (self.path, os.getpid(), time.monotonic_ns())
+            problem = _cannot_move(self.path)
             if problem is None:
                 try:
                     self.check(os.lstat(self.path), self.path)
@@ -6829,9 +6831,10 @@ class AuditLog:
                 except OSError as exc:
                     problem = exc
                     try:
-                        os.rename(aside, self.path)  # back, to take the lines
+                        if not os.path.lexists(self.path):  # (another process's FILE, made meanwhile, is not replaced)
+                            os.rename(aside, self.path)  # back, to take the lines
                     except OSError:
-                        pass  # a FILE made meanwhile takes them; the old lines stay in FILE.rotating
+                        pass  # the FILE made meanwhile takes them; the old lines stay in FILE.rotating-*
             if problem is None:
                 self.unrotated = None
             elif self.unrotated is None:
