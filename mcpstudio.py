@@ -12635,6 +12635,42 @@ def plan_changes(old, new):
     return report
 
 
+class SharedUpstreams:
+    """The servers every URL of an instance runs: server id -> the one Upstream that /mcp and each /mcp/<namespace>
+    serve for it, so each server runs once, whichever URL started it. /mcp's Aggregator records each it makes (its
+    reloads replace them), so a URL opened before or after a reload of /mcp runs /mcp's current one; a namespace's
+    URL starts one that no URL runs yet. Given to /mcp's Aggregator and, through it, to each namespace's."""
+
+    def __init__(self):
+        self.by_id = {}  # server id -> the Upstream every URL runs
+
+    def made(self, sid, upstream: Upstream):
+        """/mcp made the Upstream of `sid`: every URL runs it from now on."""
+        self.by_id[sid] = upstream
+
+    def started_with(self, sid, make):
+        """The Upstream of `sid` that an earlier URL runs (/mcp's first), or `make()`'s when none does."""
+        if sid not in self.by_id:  # a server /mcp does not run: the first URL of a namespace that has it starts it
+            self.by_id[sid] = make()
+        return self.by_id[sid]
+
+    def running(self, sid):
+        """The Upstream of `sid` a URL runs, or None."""
+        return self.by_id.get(sid)
+
+    def view(self, sids):
+        """id -> Upstream of `sids` (a namespace URL's servers, in its order) that run; one gone was removed."""
+        return {sid: self.by_id[sid] for sid in sids if sid in self.by_id}
+
+    async def stop_gone(self, configured):
+        """Stop those no `configured` id names (a reload removed them from every namespace): a namespace's URL now
+        answers that it is no longer configured. Their ids."""
+        gone = [sid for sid in self.by_id if sid not in configured]
+        for sid in gone:
+            await self.by_id.pop(sid).stop("it was removed from the config")
+        return gone
+
+
 class ConfigReload:
     """The config as last read, and its reading again (Aggregator.reload: config_reload, the file's watch, SIGHUP,
     the tui): the config's own sources start again only when their part changed, and each server as plan_changes
@@ -12644,11 +12680,11 @@ class ConfigReload:
     _reloading = events = None  # the reload under way (one at a time); what the config's own sources report to
 
     def __init__(self, read, local, local_key, namespace: Namespace, log: Log, config_path, mark, new_upstream,
-                 instances: IsolatedInstances, changed, shared):
+                 instances: IsolatedInstances, changed, shared: SharedUpstreams):
         """`read()`: (local sources, UpstreamPlan, local key) of the file as it is now (`read` None: there is no file);
         `local_key`: the config's own part, to tell whether a reload changed it; `mark()`: the watch's (the file as
         it is now is the one read); `new_upstream(spec)`: an Upstream; `changed()`: the tool set changed; `shared`:
-        id -> the Upstream every URL runs (Aggregator.upstreams), which /mcp's reloads keep true."""
+        the Upstream every URL runs of each server (SharedUpstreams), which /mcp's reloads keep true."""
         self.read, self.mark, self.shared = read, mark, shared
         self.local, self.local_key = list(local), local_key  # the config's own sources, and their part of the file
         self.upstreams = {}  # id -> Upstream, of the active namespace, in config order
@@ -12692,7 +12728,7 @@ class ConfigReload:
             report["localToolsReloaded"] = True
         for sid, spec in specs.items():
             upstream = old.get(sid)
-            running = self.shared.get(sid) if not upstream else None  # a namespace's URL may run it already
+            running = self.shared.running(sid) if not upstream else None  # a namespace's URL may run it already
             if running is not None and getattr(running.spec, "origin", running.spec).launch == spec.launch:
                 running.update(spec.listed())  # taken over, as it runs
                 new[sid] = running
@@ -12713,9 +12749,7 @@ class ConfigReload:
                 new[sid] = upstream
         for sid in report["removed"]:
             await old[sid].stop("it was removed from the config")
-        gone = [sid for sid in self.shared if sid not in {spec.id for spec in plan.specs}]  # from every namespace
-        for sid in gone:  # a namespace's URL now answers that it is no longer configured
-            await self.shared.pop(sid).stop("it was removed from the config")
+        gone = await self.shared.stop_gone({spec.id for spec in plan.specs})  # from every namespace
         self.instances.stop_servers(gone, "it was removed from the config")
         self.instances.stop_servers(report["removed"] + report["restarted"], "its configuration changed")
         self.upstreams = new
@@ -12776,7 +12810,7 @@ class Aggregator(Source):
         self.manager = ManagerTools(self.namespace, lambda: self.upstreams, self.reload, metrics, admits)
         self.bridge = along.bridge if along else InputBridge()
         self.downstream = along.downstream if along else Downstream(self, self.bridge)
-        self.shared = along.shared if along else {}  # server id -> the Upstream every URL runs (see upstreams)
+        self.shared = along.shared if along else SharedUpstreams()  # the Upstream every URL runs of each server
         self.instances = along.instances if along else IsolatedInstances(  # a person's own processes: one for all URLs
             runner, log, self.downstream, self.cache_dir, config_path, self.namespace.manager_name("servers_start"))
         self.upstream_skills = UpstreamSkills(self.namespace, log, lambda: self.upstreams, self._active, self._discover,
@@ -12791,19 +12825,18 @@ class Aggregator(Source):
 
     @property
     def upstreams(self):
-        """id -> Upstream, of the active namespace, in config order (a reload replaces them). Each server runs
-        once, whichever URL started it: `shared` holds the one of each id that every URL runs, and /mcp's replace
-        it (its reloads), so a URL opened before or after a reload of /mcp runs /mcp's current one."""
+        """id -> Upstream, of the active namespace, in config order (a reload replaces them); a namespace's URL
+        serves those of its servers every URL runs (SharedUpstreams)."""
         if self.along is None:
             return self.config.upstreams
-        return {sid: self.shared[sid] for sid in self.config.upstreams if sid in self.shared}  # (gone: removed)
+        return self.shared.view(self.config.upstreams)
 
     def _new_upstream(self, spec: UpstreamSpec) -> Upstream:
         """A server's Upstream; /mcp's is the one every URL runs from then on (see upstreams)."""
         upstream = Upstream(spec.listed(), self.runner, self.log, self.downstream, self.cache_dir,
                             config_path=self.config_path, start_tool=self.namespace.manager_name("servers_start"))
         if self.along is None:
-            self.shared[spec.id] = upstream
+            self.shared.made(spec.id, upstream)
         return upstream
 
     async def _sign_in_by_url(self, upstream: Upstream, ctx):
@@ -12884,9 +12917,7 @@ class Aggregator(Source):
         """The Upstream of the server `sid`: a namespace's URL runs the one an earlier URL runs (/mcp's first)."""
         if self.along is None:
             return self._new_upstream(spec)
-        if sid not in self.shared:  # a server /mcp does not run: the first URL of a namespace that has it starts it
-            self.shared[sid] = self._new_upstream(spec)
-        return self.shared[sid]
+        return self.shared.started_with(sid, lambda: self._new_upstream(spec))
 
     def session_started(self, session=None):
         """A client finished `initialize`: start eager and uncached servers, offering each what it offers."""
@@ -13299,7 +13330,7 @@ class Aggregator(Source):
                           ", ".join(u.spec.id for u in first))
             await asyncio.wait([u.start() for u in first], timeout=CACHE_LINGER)
         running = dict.fromkeys(list(self.upstreams.values()) + list(self.config.upstreams.values())
-                                + list(self.shared.values()))  # every URL's (see upstreams)
+                                + list(self.shared.by_id.values()))  # every URL's (SharedUpstreams)
         await asyncio.gather(*(u.stop("mcpstudio is exiting") for u in list(running) + self.instances.upstreams()),
                              return_exceptions=True)
         for source in self.local:
