@@ -12635,6 +12635,42 @@ def plan_changes(old, new):
     return report
 
 
+class SharedUpstreams:
+    """The servers every URL of an instance runs: server id -> the one Upstream that /mcp and each /mcp/<namespace>
+    serve for it, so each server runs once, whichever URL started it. /mcp's Aggregator records each it makes (its
+    reloads replace them), so a URL opened before or after a reload of /mcp runs /mcp's current one; a namespace's
+    URL starts one that no URL runs yet. Given to /mcp's Aggregator and, through it, to each namespace's."""
+
+    def __init__(self):
+        self.by_id = {}  # server id -> the Upstream every URL runs
+
+    def made(self, sid, upstream: Upstream):
+        """/mcp made the Upstream of `sid`: every URL runs it from now on."""
+        self.by_id[sid] = upstream
+
+    def started_with(self, sid, make):
+        """The Upstream of `sid` that an earlier URL runs (/mcp's first), or `make()`'s when none does."""
+        if sid not in self.by_id:  # a server /mcp does not run: the first URL of a namespace that has it starts it
+            self.by_id[sid] = make()
+        return self.by_id[sid]
+
+    def running(self, sid):
+        """The Upstream of `sid` a URL runs, or None."""
+        return self.by_id.get(sid)
+
+    def view(self, sids):
+        """id -> Upstream of `sids` (a namespace URL's servers, in its order) that run; one gone was removed."""
+        return {sid: self.by_id[sid] for sid in sids if sid in self.by_id}
+
+    async def stop_gone(self, configured):
+        """Stop those no `configured` id names (a reload removed them from every namespace): a namespace's URL now
+        answers that it is no longer configured. Their ids."""
+        gone = [sid for sid in self.by_id if sid not in configured]
+        for sid in gone:
+            await self.by_id.pop(sid).stop("it was removed from the config")
+        return gone
+
+
 class ConfigReload:
     """The config as last read, and its reading again (Aggregator.reload: config_reload, the file's watch, SIGHUP,
     the tui): the config's own sources start again only when their part changed, and each server as plan_changes
@@ -12644,11 +12680,11 @@ class ConfigReload:
     _reloading = events = None  # the reload under way (one at a time); what the config's own sources report to
 
     def __init__(self, read, local, local_key, namespace: Namespace, log: Log, config_path, mark, new_upstream,
-                 instances: IsolatedInstances, changed, shared):
+                 instances: IsolatedInstances, changed, shared: SharedUpstreams):
         """`read()`: (local sources, UpstreamPlan, local key) of the file as it is now (`read` None: there is no file);
         `local_key`: the config's own part, to tell whether a reload changed it; `mark()`: the watch's (the file as
         it is now is the one read); `new_upstream(spec)`: an Upstream; `changed()`: the tool set changed; `shared`:
-        id -> the Upstream every URL runs (Aggregator.upstreams), which /mcp's reloads keep true."""
+        the Upstream every URL runs of each server (SharedUpstreams), which /mcp's reloads keep true."""
         self.read, self.mark, self.shared = read, mark, shared
         self.local, self.local_key = list(local), local_key  # the config's own sources, and their part of the file
         self.upstreams = {}  # id -> Upstream, of the active namespace, in config order
@@ -12692,7 +12728,7 @@ class ConfigReload:
             report["localToolsReloaded"] = True
         for sid, spec in specs.items():
             upstream = old.get(sid)
-            running = self.shared.get(sid) if not upstream else None  # a namespace's URL may run it already
+            running = self.shared.running(sid) if not upstream else None  # a namespace's URL may run it already
             if running is not None and getattr(running.spec, "origin", running.spec).launch == spec.launch:
                 running.update(spec.listed())  # taken over, as it runs
                 new[sid] = running
@@ -12713,9 +12749,7 @@ class ConfigReload:
                 new[sid] = upstream
         for sid in report["removed"]:
             await old[sid].stop("it was removed from the config")
-        gone = [sid for sid in self.shared if sid not in {spec.id for spec in plan.specs}]  # from every namespace
-        for sid in gone:  # a namespace's URL now answers that it is no longer configured
-            await self.shared.pop(sid).stop("it was removed from the config")
+        gone = await self.shared.stop_gone({spec.id for spec in plan.specs})  # from every namespace
         self.instances.stop_servers(gone, "it was removed from the config")
         self.instances.stop_servers(report["removed"] + report["restarted"], "its configuration changed")
         self.upstreams = new
@@ -12776,7 +12810,7 @@ class Aggregator(Source):
         self.manager = ManagerTools(self.namespace, lambda: self.upstreams, self.reload, metrics, admits)
         self.bridge = along.bridge if along else InputBridge()
         self.downstream = along.downstream if along else Downstream(self, self.bridge)
-        self.shared = along.shared if along else {}  # server id -> the Upstream every URL runs (see upstreams)
+        self.shared = along.shared if along else SharedUpstreams()  # the Upstream every URL runs of each server
         self.instances = along.instances if along else IsolatedInstances(  # a person's own processes: one for all URLs
             runner, log, self.downstream, self.cache_dir, config_path, self.namespace.manager_name("servers_start"))
         self.upstream_skills = UpstreamSkills(self.namespace, log, lambda: self.upstreams, self._active, self._discover,
@@ -12791,19 +12825,18 @@ class Aggregator(Source):
 
     @property
     def upstreams(self):
-        """id -> Upstream, of the active namespace, in config order (a reload replaces them). Each server runs
-        once, whichever URL started it: `shared` holds the one of each id that every URL runs, and /mcp's replace
-        it (its reloads), so a URL opened before or after a reload of /mcp runs /mcp's current one."""
+        """id -> Upstream, of the active namespace, in config order (a reload replaces them); a namespace's URL
+        serves those of its servers every URL runs (SharedUpstreams)."""
         if self.along is None:
             return self.config.upstreams
-        return {sid: self.shared[sid] for sid in self.config.upstreams if sid in self.shared}  # (gone: removed)
+        return self.shared.view(self.config.upstreams)
 
     def _new_upstream(self, spec: UpstreamSpec) -> Upstream:
         """A server's Upstream; /mcp's is the one every URL runs from then on (see upstreams)."""
         upstream = Upstream(spec.listed(), self.runner, self.log, self.downstream, self.cache_dir,
                             config_path=self.config_path, start_tool=self.namespace.manager_name("servers_start"))
         if self.along is None:
-            self.shared[spec.id] = upstream
+            self.shared.made(spec.id, upstream)
         return upstream
 
     async def _sign_in_by_url(self, upstream: Upstream, ctx):
@@ -12884,9 +12917,7 @@ class Aggregator(Source):
         """The Upstream of the server `sid`: a namespace's URL runs the one an earlier URL runs (/mcp's first)."""
         if self.along is None:
             return self._new_upstream(spec)
-        if sid not in self.shared:  # a server /mcp does not run: the first URL of a namespace that has it starts it
-            self.shared[sid] = self._new_upstream(spec)
-        return self.shared[sid]
+        return self.shared.started_with(sid, lambda: self._new_upstream(spec))
 
     def session_started(self, session=None):
         """A client finished `initialize`: start eager and uncached servers, offering each what it offers."""
@@ -13299,7 +13330,7 @@ class Aggregator(Source):
                           ", ".join(u.spec.id for u in first))
             await asyncio.wait([u.start() for u in first], timeout=CACHE_LINGER)
         running = dict.fromkeys(list(self.upstreams.values()) + list(self.config.upstreams.values())
-                                + list(self.shared.values()))  # every URL's (see upstreams)
+                                + list(self.shared.by_id.values()))  # every URL's (SharedUpstreams)
         await asyncio.gather(*(u.stop("mcpstudio is exiting") for u in list(running) + self.instances.upstreams()),
                              return_exceptions=True)
         for source in self.local:
@@ -14522,7 +14553,7 @@ class _Exchange:
         self.queue = asyncio.Queue()
         self.stream_id = stream_id
         self.sent = collections.deque(maxlen=HTTP_REPLAY)  # (n, event bytes)
-        self.kept, self.born = 0, time.monotonic()  # bytes of the messages it got (see HttpServer._bound_replay)
+        self.kept, self.born = 0, time.monotonic()  # bytes of the messages it got (see bound_replay)
 
     def event(self, data, final=False):
         """One SSE event (`data` one line), with its id when the stream has one."""
@@ -14651,6 +14682,95 @@ def bound_replay(entry, sessions):
             owner.forget(key)
 
 
+class HttpSessions:
+    """The handshake-era sessions of an HttpServer (Mcp-Session-Id -> _HttpSession, least recently used first):
+    each made at `initialize`, found by its header (the person's own only), ended by DELETE, by a limit's need
+    for room (session_to_end) or after HTTP_IDLE_SESSION unused; and the Session of the Server each request or
+    session runs in."""
+
+    _sweeper = None
+
+    def __init__(self, dispatch, notification, forget, tasks: TaskStore, log: Log, instance, caller):
+        """The Server's `dispatch` and `notification` (what a Session speaks to), `forget(session)` (a session
+        ended) and `tasks` (a session with a running task never makes room); `instance`: the Instance that names
+        them (Mcp-Session-Id) and knows one that lives elsewhere; `caller`: who a session that no person signed in
+        to is (audit, limits)."""
+        self.dispatch, self.notification, self.forget, self.tasks = dispatch, notification, forget, tasks
+        self.log, self.instance, self.caller = log, instance, caller
+        self.entries = collections.OrderedDict()  # Mcp-Session-Id -> _HttpSession, least recently used first
+
+    def pair(self, person=None, bound=None):
+        """A Session of the Server (of `person`, when signed in) over a transport that routes to HTTP exchanges
+        (`bound`: see _HttpTransport)."""
+        transport = _HttpTransport(self.log, bound)
+        session = Session(transport, self.dispatch, self.log, self.notification)
+        session.caller = session.label = self.caller
+        if person is not None:  # audit lines, rate limits, the cache, tasks and outputs are the person's
+            session.caller = session.person = person.key  # a listed person's: static:NAME
+            session.signed_in = person  # their token, for a passthrough server (Aggregator._instance)
+        return session, transport
+
+    def open(self, client, person=None) -> _HttpSession:
+        """A session for `client` (its address), once a limit's idle session made room (see session_to_end)."""
+        idle = session_to_end(self.entries, client, {t.owner for t in self.tasks.tasks.values()
+                                                     if t.status not in TERMINAL})
+        if idle:
+            self.end(idle.id)
+        session, transport = self.pair(person, lambda: bound_replay(entry, self.entries))  # entry: below
+        entry = _HttpSession(self.instance.new_id(), session, transport, client)
+        session.label = "http-" + entry.id.rpartition(".")[2][:8]
+        self.entries[entry.id] = entry
+        return entry
+
+    def end(self, session_id):
+        """End a session (DELETE, idle, or making room): its calls are cancelled, its GET stream ends."""
+        entry = self.entries.pop(session_id, None)
+        if entry:
+            self.forget(entry.session)
+            asyncio.ensure_future(entry.session.cancel_all())
+            if entry.transport.stream is not None:
+                entry.transport.stream.put_nowait(None)
+
+    def find(self, headers, person=None):
+        """The session a request's Mcp-Session-Id names, the person's own; a 400 or 404 otherwise."""
+        session_id = headers.get("mcp-session-id")
+        if session_id is None:
+            raise HttpError(400, "this request needs the Mcp-Session-Id header from initialize "
+                                 "(or 2026-07-28 `_meta` on the request)")
+        entry = self.entries.get(session_id.strip())
+        if entry and entry.session.person != (person and person.key):  # another person's: as if not there
+            entry = None
+        if not entry:
+            why = self.instance.elsewhere(session_id.strip()) or "it ended or expired"
+            raise HttpError(404, "no session %s (%s); initialize again" % (session_id.strip(), why))
+        entry.used = time.monotonic()
+        self.entries.move_to_end(entry.id)
+        if person is not None:
+            entry.session.signed_in = person  # this request's token (it may have been refreshed)
+        return entry
+
+    def sweep(self):
+        """End idle sessions from now on (HttpServer.start() does; a namespace's URL, which does not listen, is
+        told to)."""
+        self._sweeper = asyncio.ensure_future(self._sweep())
+
+    async def _sweep(self):
+        """End sessions nobody used for HTTP_IDLE_SESSION."""
+        while True:
+            await asyncio.sleep(min(60.0, HTTP_IDLE_SESSION))
+            now = time.monotonic()
+            for key, entry in list(self.entries.items()):
+                if now - entry.used > HTTP_IDLE_SESSION:
+                    self.end(key)
+
+    async def close(self):
+        """Stop the sweeper and every session."""
+        if self._sweeper:
+            self._sweeper.cancel()
+        for entry in list(self.entries.values()):
+            await entry.session.cancel_all()
+
+
 def forwarded_client(peer, forwarded, proxies):
     """The client an HTTP request comes from: `peer` (the socket's address), or, when `peer` is one of the
     trusted balancers (`proxies`: ip_network objects), the right-most address of its X-Forwarded-For that is
@@ -14767,14 +14887,14 @@ class Drain:
     def check(http, method, params, headers, request_id):
         """Refuse (503) a request of a leaving instance unless it is for what the instance holds: one of its
         sessions (not a new one), tasks or prompt rounds."""
-        if http.leaving and not ((method != "initialize" and headers.get("mcp-session-id", "").strip() in http.sessions)
-                                 or http.server.holds(params)):
+        held = method != "initialize" and headers.get("mcp-session-id", "").strip() in http.sessions.entries
+        if http.leaving and not (held or http.server.holds(params)):
             raise HttpError(503, "%s: send the request again (a load balancer sends it to another instance)"
                             % http.leaving, INTERNAL_ERROR, request_id, [("Retry-After", "1")],
                             {"instance": http.instance.name, "shuttingDown": True})
 
     def busy(self):
-        return any(any(not x.lasting for x in h.calls) or any(e.session.inflight for e in h.sessions.values())
+        return any(any(not x.lasting for x in h.calls) or any(e.session.inflight for e in h.sessions.entries.values())
                    or h.server.busy() for h in self.views)
 
     async def run(self, grace):
@@ -14790,7 +14910,7 @@ class Drain:
                          "drain of %g s; send it again (a load balancer sends it to another instance)" % (name, grace),
                          {"instance": name, "shuttingDown": True})
         for http in self.views:
-            for session in [s for s in http.calls.values() if s] + [e.session for e in http.sessions.values()]:
+            for session in [s for s in http.calls.values() if s] + [e.session for e in http.sessions.entries.values()]:
                 await session.cancel_all(reason=error)
         deadline = time.monotonic() + KILL_GRACE
         while time.monotonic() < deadline and any(http.calls for http in self.views):  # the errors are written
@@ -14894,7 +15014,6 @@ class HttpServer:
     """Serves a Server over Streamable HTTP at HTTP_PATH (both protocol eras)."""
 
     listener = None
-    _sweeper = None
     # Limits (attributes, so a test can make them small). A connection is pending until a
     # request of it passes the checks (Host, Origin, token); pending ones have a share of
     # their own, so idle sockets never fill the cap (see make_room: who gives way past it).
@@ -14913,7 +15032,8 @@ class HttpServer:
         self.caller = "token-" + _hash(token, 8) if token else "http"  # never the token
         self.instance = instance or Instance()  # names its sessions (Mcp-Session-Id) for a load balancer
         self.proxies = proxies  # the balancers' networks whose X-Forwarded-For names the real client
-        self.sessions = collections.OrderedDict()  # Mcp-Session-Id -> _HttpSession, least recently used first
+        self.sessions = HttpSessions(server.dispatch, server.notification, server.forget, server.tasks, log,
+                                     self.instance, self.caller)
         self.connections = set()
         self.pending = collections.OrderedDict()  # task -> [since, sending], oldest first
         self.trusted = set()
@@ -14933,7 +15053,7 @@ class HttpServer:
             shown = "[%s]" % self.host if ":" in self.host else self.host
             self.sign_in = SignIn(plan, plan["audience"] or "http://%s:%d%s" % (shown, self.port, HTTP_PATH), self.log)
             self.gate = self._gate(self.sign_in)
-        self.sweep()
+        self.sessions.sweep()
 
     def _namespace_url(self, server):
         """The HttpServer of a namespace's URL for its Server: this one's settings, as they are now (start() sets the
@@ -14941,38 +15061,22 @@ class HttpServer:
         server.identify(self.instance)
         served = HttpServer(server, self.log, self.host, self.port, self.token, self.instance, self.proxies,
                             sign_in=self.sign_in, leaving=self.leaving)
-        served.sweep()
+        served.sessions.sweep()
         return served
 
     def _gate(self, sign_in):
         """The SignInGate of its MCP URLs, for the people `sign_in` signs in."""
         return SignInGate(sign_in, self.server.guard.open, self.server.catalog, self.namespaces.get)
 
-    def sweep(self):
-        """End idle sessions from now on (start() does; a namespace's URL, which does not listen, is told to)."""
-        self._sweeper = asyncio.ensure_future(self._sweep())
-
     def leave(self, reason):
         """Refuse new work from now on with `reason` (see Drain)."""
         self.leaving = reason
 
-    async def _sweep(self):
-        """End sessions nobody used for HTTP_IDLE_SESSION."""
-        while True:
-            await asyncio.sleep(min(60.0, HTTP_IDLE_SESSION))
-            now = time.monotonic()
-            for key, entry in list(self.sessions.items()):
-                if now - entry.used > HTTP_IDLE_SESSION:
-                    self._end(key)
-
     async def close(self):
         """Stop listening, the session sweeper, and every session and stream."""
-        if self._sweeper:
-            self._sweeper.cancel()
         if self.listener:
             self.listener.close()
-        for entry in list(self.sessions.values()):
-            await entry.session.cancel_all()
+        await self.sessions.close()
         await self.namespaces.close()
         for task in list(self.connections):
             task.cancel()
@@ -15023,7 +15127,7 @@ class HttpServer:
                 if self.gate and path.startswith(WELL_KNOWN_RESOURCE):
                     await self._reply(writer, 200, self.gate.metadata(path), close=not keep)
                 elif not http:
-                    writer.write(operations_report(path, self.server, len(self.sessions), self.leaving))
+                    writer.write(operations_report(path, self.server, len(self.sessions.entries), self.leaving))
                     await self._drain(writer)
                 else:
                     keep = await http._answer(method, headers, body, keep, version, reader, writer, person)
@@ -15114,23 +15218,6 @@ class HttpServer:
             await self._reply(writer, exc.status, self._error_body(exc), exc.headers, close=not keep)
             return keep
 
-    def _session(self, headers, person=None):
-        session_id = headers.get("mcp-session-id")
-        if session_id is None:
-            raise HttpError(400, "this request needs the Mcp-Session-Id header from initialize "
-                                 "(or 2026-07-28 `_meta` on the request)")
-        entry = self.sessions.get(session_id.strip())
-        if entry and entry.session.person != (person and person.key):  # another person's: as if not there
-            entry = None
-        if not entry:
-            why = self.instance.elsewhere(session_id.strip()) or "it ended or expired"
-            raise HttpError(404, "no session %s (%s); initialize again" % (session_id.strip(), why))
-        entry.used = time.monotonic()
-        self.sessions.move_to_end(entry.id)
-        if person is not None:
-            entry.session.signed_in = person  # this request's token (it may have been refreshed)
-        return entry
-
     async def _post(self, headers, body, reader, writer, keep, version, person=None):
         limit = self.server.guard.http_limit
         caller = person.key if person else self.caller
@@ -15172,11 +15259,11 @@ class HttpServer:
             raise HttpError(400, "unsupported MCP-Protocol-Version %s (supported: %s)"
                             % (session_version.strip(), ", ".join(PROTOCOL_VERSIONS)), INVALID_REQUEST, request_id)
         if method == "initialize" and "id" in message:  # a person's sessions count as one client's
-            entry = self._new_session(("person " + person.key) if person else forwarded_client(
+            entry = self.sessions.open(("person " + person.key) if person else forwarded_client(
                 (writer.get_extra_info("peername") or "?")[0], headers.get("x-forwarded-for"), self.proxies), person)
             extra = [("Mcp-Session-Id", entry.id)]
         else:
-            entry = self._session(headers, person)
+            entry = self.sessions.find(headers, person)
             extra = []
         if answerless:
             entry.session.receive(body, NEWLINE)
@@ -15189,37 +15276,6 @@ class HttpServer:
         entry.transport.exchanges[request_id] = exchange
         entry.session.receive(body, NEWLINE)
         return await self._deliver(exchange, writer, reader, extra, keep, version, None, entry)
-
-    def _session_pair(self, person=None, bound=None):
-        """A Session of the Server (of `person`, when signed in) over a transport that routes to HTTP exchanges
-        (`bound`: see _HttpTransport)."""
-        transport = _HttpTransport(self.log, bound)
-        session = Session(transport, self.server.dispatch, self.log, self.server.notification)
-        session.caller = session.label = self.caller
-        if person is not None:  # audit lines, rate limits, the cache, tasks and outputs are the person's
-            session.caller = session.person = person.key  # a listed person's: static:NAME
-            session.signed_in = person  # their token, for a passthrough server (Aggregator._instance)
-        return session, transport
-
-    def _new_session(self, client, person=None) -> _HttpSession:
-        """A session for `client` (its address), once a limit's idle session made room (see session_to_end)."""
-        idle = session_to_end(self.sessions, client, {t.owner for t in self.server.tasks.tasks.values()
-                                                      if t.status not in TERMINAL})
-        if idle:
-            self._end(idle.id)
-        session, transport = self._session_pair(person, lambda: bound_replay(entry, self.sessions))  # entry: below
-        entry = _HttpSession(self.instance.new_id(), session, transport, client)
-        session.label = "http-" + entry.id.rpartition(".")[2][:8]
-        self.sessions[entry.id] = entry
-        return entry
-
-    def _end(self, session_id):
-        entry = self.sessions.pop(session_id, None)
-        if entry:
-            self.server.forget(entry.session)
-            asyncio.ensure_future(entry.session.cancel_all())
-            if entry.transport.stream is not None:
-                entry.transport.stream.put_nowait(None)
 
     async def _modern(self, message, method, request_id, params, meta, headers, sse, reader, writer, keep, version,
                       person=None):
@@ -15249,7 +15305,7 @@ class HttpServer:
             problem = param_mismatch(await self.server.catalog.tool(params["name"]), params.get("arguments"), headers)
             if problem:
                 refuse(400, HEADER_MISMATCH, "%s (tool `%s`)" % (problem, params["name"]))
-        session, transport = self._session_pair(person)
+        session, transport = self.sessions.pair(person)
         exchange = _Exchange(sse)
         transport.exchanges[request_id] = exchange
         session.receive(json.dumps(message).encode(), NEWLINE)
@@ -15355,7 +15411,7 @@ class HttpServer:
         if "mcp-session-id" not in headers:
             raise HttpError(405, "GET streams belong to a handshake-era session (Mcp-Session-Id); "
                                  "2026-07-28 clients use subscriptions/listen", headers=[("Allow", "POST")])
-        entry = self._session(headers, person)
+        entry = self.sessions.find(headers, person)
         if "text/event-stream" not in headers.get("accept", "").lower():
             raise HttpError(406, "a GET stream needs Accept: text/event-stream")
         stream, _, after = headers.get("last-event-id", "").strip().rpartition("_")
@@ -15390,7 +15446,7 @@ class HttpServer:
     async def _delete(self, headers, writer, keep, person=None):
         if "mcp-session-id" not in headers:
             raise HttpError(405, "DELETE ends a handshake-era session (Mcp-Session-Id)", headers=[("Allow", "POST")])
-        self._end(self._session(headers, person).id)
+        self.sessions.end(self.sessions.find(headers, person).id)
         await self._reply(writer, 200, None, close=not keep)
         return keep
 

@@ -1351,13 +1351,13 @@ class ConstructionTests(unittest.TestCase):
         ("dispatch_modern", "ctx"),
         # a Session's record of its client: what initialize and logging/setLevel say, and who signed in (HTTP)
         ("Server.initialize", "ctx.session"), ("Server.set_level", "ctx.session"),
-        ("HttpServer._session_pair", "session"), ("HttpServer._new_session", "session"),
-        ("HttpServer._session", "entry.session"),
+        ("HttpSessions.pair", "session"), ("HttpSessions.open", "session"),
+        ("HttpSessions.find", "entry.session"),
         # a store's own records: tasks, parked prompt rounds, HTTP sessions and exchanges, a Session's pending
         # requests, a channel's end (RpcClient: its `reason`), the task a call runs as (its status line)
         ("TaskStore._sweep", "task"), ("TaskStore.cancel", "task"), ("TaskStore.start", "task"),
         ("OutputFeed.send", "self.ctx.running"), ("InputBridge._park", "entry"), ("InputBridge.exchange", "entry"),
-        ("HttpServer._session", "entry"), ("HttpServer._get", "entry.transport"), ("HttpServer._deliver", "exchange"),
+        ("HttpSessions.find", "entry"), ("HttpServer._get", "entry.transport"), ("HttpServer._deliver", "exchange"),
         ("HttpServer._modern", "exchange"), ("_HttpTransport._keep", "exchange"), ("Session.cancel", "entry[1]"),
         ("Upstream.lost", "protocol"),
         # parsed records, built field by field by their reader
