@@ -3414,9 +3414,12 @@ def _masked_option(match):
 
 def _masked_header(match):
     name, scheme, value = match.groups()
+    # The last word of a key path (`servers.web.env_http_headers.X-Api-Key: the variable K is not set`, a config
+    # error) is followed by mcpstudio's own words, no value: only a scheme's value (`x.Authorization: Bearer V`) is.
+    in_key_path = match.string[match.start() - 1:match.start()] == "."
     # A variable's name (`GITHUB_TOKEN: ${MY_TOKEN} is not set`) is no secret: shown, as the log shows it.
-    return name + (scheme or "") + "***" if looks_secret(name.rstrip(": \t")) and not \
-        _REFERENCE_ONLY.fullmatch(value) else match.group(0)
+    return name + (scheme or "") + "***" if looks_secret(name.rstrip(": \t")) and (scheme or not in_key_path) \
+        and not _REFERENCE_ONLY.fullmatch(value) else match.group(0)
 
 
 def mask_secrets(value, secrets=()):

@@ -3834,10 +3834,33 @@ class MaskSecretsTests(unittest.TestCase):
             ("env.GITHUB_TOKEN: ${MY_GITHUB_TOKEN} is not set", "env.GITHUB_TOKEN: ${MY_GITHUB_TOKEN} is not set"),
             ("srv --token ${TOKEN} --api-key=$KEY", "srv --token ${TOKEN} --api-key=$KEY"),
             ("API_KEY=${API_KEY:-sk-live-9} run", "API_KEY=*** run"),
+            # A header that ends a key path is followed by mcpstudio's own words, no value (status showed
+            # `X-Api-Key: *** variable K is not set`); a scheme's value there is one still.
+            ("error: /c.json: servers.web.env_http_headers.X-Api-Key: the variable K is not set",
+             "error: /c.json: servers.web.env_http_headers.X-Api-Key: the variable K is not set"),
+            ("servers.x.env.API_TOKEN: expected a string", "servers.x.env.API_TOKEN: expected a string"),
+            ("req.headers.authorization: Bearer abc123", "req.headers.authorization: Bearer ***"),
+            ("sent X-Api-Key: k123 and", "sent X-Api-Key: *** and"),
         ]
         for text, shown in cases:
             with self.subTest(text=text):
                 self.assertEqual(mcpstudio.mask_secrets(text), shown)
+
+    def test_a_header_named_in_a_config_error_keeps_the_message(self):
+        # status masked the word after a header that ends the key path of a config error, as if it were the
+        # header's value: `env_http_headers.X-Api-Key: *** variable MCPS_UNSET_KEY is not set`.
+        with tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, "c.json")
+            with open(path, "w") as f:
+                json.dump({"schemaVersion": 1, "servers": {"web": {
+                    "kind": "streamable_http", "url": "http://127.0.0.1:9/mcp",
+                    "env_http_headers": {"X-Api-Key": "MCPS_UNSET_KEY"}}}}, f)
+            env = dict(os.environ)
+            env.pop("MCPS_UNSET_KEY", None)
+            out = subprocess.run(SERVER + ["status", "--config", path], capture_output=True, text=True, timeout=WAIT,
+                                 stdin=subprocess.DEVNULL, env=env)
+        self.assertIn("servers.web.env_http_headers.X-Api-Key: the variable MCPS_UNSET_KEY is not set", out.stdout,
+                      out.stdout + out.stderr)
 
     def test_secrets_in_any_value(self):
         """A config secret is masked wherever an audit entry holds it: a string, a number, a list, a tuple, a key."""
