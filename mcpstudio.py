@@ -10941,8 +10941,15 @@ class ListingCache:
 # writes a line whose time the line above shows. An indented line after it continues it (rich, or a screen, wrapped
 # it), up to a stack frame (`File "..."`, `at ...`), which is no part of the reason.
 _MESSAGE_START = re.compile(r"\S|\s*(?:\[[^\]]*\]\s*)?(?:DEBUG|INFO|WARN|WARNING|ERROR|CRITICAL|FATAL)\b")
-# An error: logged at an error level, or an exception's line (RuntimeError:, Error:, panic:, error[E0425]:)
-_ERROR_LEVEL = re.compile(r"\s*(?:\[[^\]]*\]\s*)?(?:ERROR|CRITICAL|FATAL)\b|(?:[\w.]*(?:Error|Exception)|panic|error(?:\[\w+\])?):")
+# An error: logged at an error level, or an exception's line (RuntimeError:, Error:, panic:, error[E0425]:), not one
+# that says there is none (a resolver's `NoError: 0`, `Error: None`)
+_ERROR_LEVEL = re.compile(r"\s*(?:\[[^\]]*\]\s*)?(?:ERROR|CRITICAL|FATAL)\b|(?:(?:[\w.]*\.)?(?!No(?:Error|Exception):)"
+                          r"\w*(?:Error|Exception)|panic|error(?:\[\w+\])?):(?!\s*(?:0|None|null|nil)$)")
+# A message that is never the reason while another is there: what a server writes as it dies of the closed pipes
+# of its shutdown (Python's `Exception ignored in: <stdout>` and `BrokenPipeError: [Errno 32] Broken pipe`, Node's
+# `Error: write EPIPE`), an effect; and a traceback's first line, which says nothing of why
+_NO_REASON = re.compile(r"Exception ignored (?:in|on|while)\b|(?:[\w.]*\.)?BrokenPipeError:"
+                        r"|[\w.]*Error: (?:\[Errno 32\] Broken pipe|write EPIPE)|Traceback \(most recent call last\):")
 # A line that ends a message and starts none: a stack frame (Python, Node, Go's tab-indented ones), or the line a
 # runtime closes every failure with (Node's version, Rust's backtrace note, npm's log file)
 _STACK_FRAME = re.compile(r"\s+(?:File \"|at )|\t|goroutine \d+ \[|Node\.js v\d|note: run with `?RUST_BACKTRACE"
@@ -10952,9 +10959,9 @@ _LOCATION = re.compile(r"\s{2,}[\w.-]+:\d+$")  # rich's file:line at a wrapped l
 
 def stderr_reason(lines):
     """(the message of a server's stderr `lines` that says why it failed, as one line; the lines it took): the last
-    error (_ERROR_LEVEL), else the last message. A message starts at a line that starts one (_MESSAGE_START)
-    and takes the continuation lines after it, blanks collapsed; ("", []) when no line starts one (the message's
-    first line is gone)."""
+    error (_ERROR_LEVEL), else the last message, of those that are no _NO_REASON if any is not. A message
+    starts at a line that starts one (_MESSAGE_START) and takes the continuation lines after it, blanks collapsed;
+    ("", []) when no line starts one (the message's first line is gone)."""
     lines = [line.rstrip() for line in lines if line.strip()]
     messages, going_on = [], False  # [[a message's lines]]; whether the next indented line continues the last
     for line in lines:
@@ -10967,6 +10974,7 @@ def stderr_reason(lines):
             messages[-1].append(line)
     if not messages:
         return "", []
+    messages = [message for message in messages if not _NO_REASON.match(message[0])] or messages
     taken = next((message for message in reversed(messages) if _ERROR_LEVEL.match(message[0])), messages[-1])
     head = _LOCATION.sub("", taken[0]) if len(taken) > 1 else taken[0]
     return " ".join(word for line in [head] + taken[1:] for word in line.split()), taken

@@ -12642,6 +12642,18 @@ class StderrReasonTests(unittest.TestCase):
                  "npm ERR! 404 Not Found - GET https://registry.npmjs.org/nope", 1),
                 (["ERROR: retrying the connection", "Traceback (most recent call last):", '  File "x.py", line 3',
                   "ValueError: bad port"], "ValueError: bad port", 1),
+                # a line that says there is no error is none (it beat the error above it)
+                (["ERROR: cannot reach the database", "NoError: 0"], "ERROR: cannot reach the database", 1),
+                (["RuntimeError: no key", "dns.rcode.NoError: 1 answer", "LastError: None"], "RuntimeError: no key", 1),
+                (["NoMethodError: undefined method `x'"], "NoMethodError: undefined method `x'", 1),  # Ruby's is one
+                # the closed pipes of a shutdown are an effect: an earlier message says why, even one at no level
+                (["ERROR: bad token", "Exception ignored in: <_io.TextIOWrapper name='<stdout>' mode='w'>",
+                  "BrokenPipeError: [Errno 32] Broken pipe"], "ERROR: bad token", 1),
+                (["could not bind port 80", "Traceback (most recent call last):", '  File "x.py", line 3',
+                  "BrokenPipeError: [Errno 32] Broken pipe"], "could not bind port 80", 1),
+                (["missing key", "Error: write EPIPE", "    at afterWriteDispatched (node:internal/x:1:1)"],
+                 "missing key", 1),
+                (["BrokenPipeError: [Errno 32] Broken pipe"], "BrokenPipeError: [Errno 32] Broken pipe", 1),  # alone
                 ([], "", 0)):
             with self.subTest(lines=lines):
                 got, lines_taken = mcpstudio.stderr_reason(lines)
