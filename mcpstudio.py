@@ -4523,12 +4523,24 @@ def _as_text(data, cut):
 _MARKS = ((b"\xef\xbb\xbf", "utf-8"), (b"\xff\xfe", "utf-16-le"), (b"\xfe\xff", "utf-16-be"))
 
 
+def _reads_as_text(text):
+    """Whether decoded UTF-16 reads as text: each character printable, a blank or line end, an ordinary control
+    (a bell, a backspace, the ESC of a colour) or a format character (a zero-width joiner, a direction mark, a soft
+    hyphen, an emoji's tag); not a NUL, another control, a private-use or an unassigned character, which binary
+    decoded as UTF-16 has."""
+    if "".join(text.split()).isprintable():
+        return True
+    import unicodedata
+    return all(character.isprintable() or character.isspace() or character in "\a\b\x1b"
+               or unicodedata.category(character) == "Cf" for character in text)
+
+
 def _marked_text(data, cut):
     """Output that says its encoding, as text: after a byte-order mark (UTF-8, or UTF-16, as Windows PowerShell,
     `reg` and Notepad's files through `type` write it), the mark dropped, or UTF-16LE without one (`cmd /u`: a
-    NUL after each byte of ASCII text); else None. UTF-16 is text only when every character but blanks is
-    printable and, past 16 characters, it has a blank or a line end (bytes that merely start with FF FE are no text),
-    and not when cut by an odd count of bytes."""
+    NUL after each byte of ASCII text, and a line end, as cmd ends each line: `a\\0b\\0`, NUL-separated items,
+    is none); else None. UTF-16 is text only when it _reads_as_text and, past 16 characters, it has a blank or a
+    line end (bytes that merely start with FF FE are no text), and not when cut by an odd count of bytes."""
     mark, encoding = next(((mark, name) for mark, name in _MARKS if data.startswith(mark)), (b"", "utf-16-le"))
     if not mark and (len(data) < 4 or data[1] or data[1::2].strip(b"\0") or b"\0" in data[0::2]):  # (data[1]: no copy)
         return None
@@ -4540,7 +4552,7 @@ def _marked_text(data, cut):
             text = body[:end].decode(encoding)
         except UnicodeDecodeError:
             continue
-        if encoding == "utf-8" or "".join(text.split()).isprintable() and (
+        if encoding == "utf-8" or _reads_as_text(text) and (mark or "\n" in text or "\r" in text) and (
                 len(text) <= 16 or any(character.isspace() for character in text)):
             return text  # (binary after FF FE reads as no text: something unprintable, or no blank in it)
         return None

@@ -5724,9 +5724,46 @@ class OutputFitTests(unittest.TestCase):
                 (b"a\x00\x01\x00", 0, "a\x00\x01\x00"),  # not UTF-16 text: UTF-8, as it was
                 (b"\xef\xbb\xbf\xff\xfe\x00", 0, None),  # a UTF-8 mark before bytes UTF-8 has not: binary
                 (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", 0, None),  # an image stays an image
-                (b"\xff\xfe", 0, "")):  # the mark alone: empty text
+                (b"\xff\xfe", 0, ""),  # the mark alone: empty text
+                # UTF-16 with ordinary controls and format characters is text (it was a blob): a tab, a form feed,
+                # the ESC of a colour, a bell, a zero-width joiner, direction marks, a soft hyphen, a tag
+                (b"\xff\xfe" + "\x1b[1mbold\x1b[0m\tG\x0cr\u00ad\u200d\u200e\a\r\n".encode("utf-16-le"), 0,
+                 "\x1b[1mbold\x1b[0m\tG\x0cr\u00ad\u200d\u200e\a\r\n"),
+                (b"\xfe\xff" + "\U0001f3f4\U000e0067\U000e007f \u200d\r\n".encode("utf-16-be"), 0,
+                 "\U0001f3f4\U000e0067\U000e007f \u200d\r\n"),
+                ("x\ty\x1b[0m\r\n".encode("utf-16-le"), 0, "x\ty\x1b[0m\r\n"),  # cmd /u, a tab and a colour
+                # ... but not a NUL, another control, a private-use or unassigned character: binary after FF FE
+                (b"\xff\xfe" + bytes([1, 0, 0, 0, 2, 0, 0, 0, 32, 0]), 0, None),
+                (b"\xff\xfe" + "a b\x01\r\n".encode("utf-16-le"), 0, None),
+                (b"\xff\xfe" + "a b\ue000\r\n".encode("utf-16-le"), 0, None),
+                (b"\xff\xfe" + "a b\u0378\r\n".encode("utf-16-le"), 0, None),
+                # UTF-16LE without a mark needs a line end, as cmd /u writes: NUL-separated one-letter items
+                # (`find -print0`, `xargs -0`'s input) read as UTF-8 with their NULs, as longer ones do, not as "ab"
+                (b"a\x00b\x00", 0, "a\x00b\x00"),
+                (b"a\x00b\x00c\x00d\x00", 0, "a\x00b\x00c\x00d\x00"),
+                (b"ab\x00cd\x00", 0, "ab\x00cd\x00"),
+                ("ab\n".encode("utf-16-le"), 0, "ab\n")):
             with self.subTest(data=data[:12], cut=cut):
                 self.assertEqual(mcpstudio._output_text(data, cut), text)
+
+    def test_utf16_with_controls_and_nul_separated_items(self):
+        # A command's UTF-16 output with a colour's ESC or a zero-width joiner came back as a base64 blob, and its
+        # NUL-separated one-letter items (`a\0b\0`) as the text "ab", read as UTF-16 without a mark.
+        with tempfile.TemporaryDirectory() as folder:
+            script = os.path.join(folder, "out.py")
+            with open(script, "w") as f:
+                f.write("import sys\nsys.stdout.buffer.write({'wide': '\\ufeff\\x1b[1mGr\\xf6\\xdfe\\u200d\\t\\r\\n'"
+                        ".encode('utf-16-le'), 'items': b'a\\0b\\0'}[sys.argv[1]])\n")
+            path = os.path.join(folder, "c.json")
+            with open(path, "w") as f:
+                json.dump({"tools": [{"name": name, "command": '"%s" "%s" %s' % (PY, script, name)}
+                                     for name in ("wide", "items")]}, f)
+            with McpProcess("serve", "--config", path, cwd=folder) as server:
+                server.initialize()
+                wide, items = (server.call(name, {}, timeout=30) for name in ("wide", "items"))
+                self.assertEqual(wide["content"], [{"type": "text", "text": "\x1b[1mGr\xf6\xdfe\u200d\t\r\n"}],
+                                 server.context())
+                self.assertEqual(text_of(items), "a\x00b\x00", server.context())
 
     def test_fit_text_table(self):
         # Under the budget a text is untouched; past it, whole lines of head and tail around an exact note.
