@@ -12720,10 +12720,12 @@ class ConfigReload:
                 running.update(spec.listed())  # taken over, as it runs
                 new[sid] = running
             elif not upstream:
-                if running is not None:
+                if running is not None:  # back in the namespace with another command: as a restart in place
                     await running.stop("its configuration changed")
                     self.instances.stop_servers([sid], "its configuration changed")
-                new[sid] = self.new_upstream(spec)
+                fresh = new[sid] = self.new_upstream(spec)
+                if running is not None:
+                    fresh.stays_stopped_as(running)  # servers_stop holds across reloads
             elif sid in report["restarted"]:
                 running = upstream.state == "running"
                 await upstream.stop("its configuration changed")

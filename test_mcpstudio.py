@@ -13217,6 +13217,39 @@ class AggregatorTests(AggregatorCase):
             self.assertTrue(wait_until(lambda: "previous configuration stays in use" in "".join(server.stderr)))
             self.assertNotIn("Traceback", "".join(server.stderr))
 
+    def test_servers_stop_holds_when_a_server_comes_back_with_another_command(self):
+        # A stopped server that a reload takes out of the namespace served (another namespace keeps it, so it is
+        # still configured) and the next one puts back with another command started again at the first call:
+        # the new process forgot the servers_stop of the one it replaced, as a restart in place does not.
+        data = {"mcpServers": {"a": self.upstream("a"), "b": self.upstream("b")},
+                "namespaces": {"work": ["a", "b"], "play": ["a"]}, "defaultNamespace": "work"}
+        path = self.write(data)
+
+        def a_runs():
+            with open(self.pids) as f:
+                return [int(line.split()[0]) for line in f if line.split()[2:] == ["a"]]
+        with McpProcess("serve", "--config", path, "--rescan", "0", env=self.env) as server:
+            server.initialize()
+            self.assertEqual(text_of(server.call("a__echo", {"text": "x"})), "a: x")
+            a_pid = self.pid_of("a")
+            server.call("mcpstudio__servers_stop", {"server_id": "a"})
+            self.assertTrue(wait_until(lambda: not alive(a_pid)))
+            data["namespaces"]["work"] = ["b"]
+            self.write(data)
+            self.assertEqual(server.call("mcpstudio__config_reload", {})["structuredContent"]["removed"], ["a"])
+            data["namespaces"]["work"] = ["a", "b"]
+            data["mcpServers"]["a"] = self.upstream("a", "--only", "echo")
+            self.write(data)
+            self.assertEqual(server.call("mcpstudio__config_reload", {})["structuredContent"]["added"], ["a"])
+            listed = server.call("mcpstudio__servers_list", {})["structuredContent"]["servers"]
+            self.assertEqual([(s["id"], s["status"]) for s in listed][0], ("a", "stopped-by-user"))
+            self.assertNotIn("a__echo", self.tool_names(server))  # not started to list it (its tools are not known)
+            self.assertTrue(server.request("tools/call", {"name": "a__echo", "arguments": {"text": "y"}}).get("error"))
+            self.assertEqual(a_runs(), [a_pid])
+            server.call("mcpstudio__servers_start", {"server_id": "a"})
+            self.assertEqual(text_of(server.call("a__echo", {"text": "z"})), "a: z")
+            self.assertEqual(len(a_runs()), 2)  # once before servers_stop, once after servers_start
+
     def test_a_call_on_a_server_a_reload_restarts_ends_and_says_why(self):
         # docs/aggregator.md: a call still running on a server whose command changed is not carried over to the
         # new process; it ends as an isError result that says its configuration changed, and the call after it
