@@ -13934,6 +13934,7 @@ SIGNIN_ANSWERS = 1000          # tokens whose check (a person, or why not) is ke
 SIGNIN_REMEMBER = 60
 SIGNIN_EXCHANGE_MARGIN = 30    # an exchanged token is asked for again this many seconds before it expires
 STATIC_PERSON = "static:"      # a listed person's identity (Person.key): never an identity provider's subject
+CLIENT_PERSON = "client:"      # a token's client without a person (no `sub`: client_id), as Person.key: never a person
 TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"  # RFC 8693's grant and token type
 ACCESS_TOKEN_TYPE = "urn:ietf:params:oauth:token-type:access_token"
 _JWT_ALGS = ("RS256", "ES256")  # accepted; never none, never HMAC
@@ -14128,7 +14129,8 @@ class Person:
         "exchange"`)."""
         self.subject, self.email = subject, email
         self.token, self.refusals, self.sign_in = token, refusals, sign_in
-        self.key = key or subject  # whose secrets, tasks, outputs, sessions: a listed person's is static:NAME
+        self.key = key or subject  # whose secrets, tasks, outputs, sessions: a listed person's is static:NAME, a
+        # client's without a person (an introspection answer with no `sub`) client:ID
         self.groups = [g for g in groups if isinstance(g, str)]
         self.scopes = [s for s in scopes if isinstance(s, str)]
         self.audiences = [a for a in audiences if isinstance(a, str)]
@@ -14149,26 +14151,30 @@ class Person:
 
     @classmethod
     def from_claims(cls, claims, token=None, refusals=None, sign_in=None):
-        """A person from a JWT's (or an introspection's) claims: sub, email (unless email_verified is false),
-        groups, scope (or scp), aud; `token` and `refusals` as for Person."""
+        """A person from a JWT's (or an introspection's) claims: sub (without one, an introspection's client_id, a
+        client-credentials token's client, whose key is client:ID), email (unless email_verified is false), groups,
+        scope (or scp), aud; `token` and `refusals` as for Person."""
         scopes = claims.get("scope", claims.get("scp")) or []  # Entra ID writes `scp` as a string, Okta as a list
         scopes = scopes.split() if isinstance(scopes, str) else scopes
         groups, audiences = claims.get("groups"), claims.get("aud")
         email = claims.get("email") if claims.get("email_verified") is not False else None  # not who they are
-        return cls(claims["sub"], email if isinstance(email, str) else None,
+        subject = claims.get("sub", claims.get("client_id"))
+        return cls(subject, email if isinstance(email, str) else None,
                    groups if isinstance(groups, list) else [], scopes if isinstance(scopes, list) else [],
-                   _claim_list(audiences),
+                   _claim_list(audiences), key=None if "sub" in claims else CLIENT_PERSON + subject,
                    token=token, refusals=refusals, sign_in=sign_in)
 
 
 def admits(people, person):
     """The one rule of who may use a namespace: no `people` list admits every signed-in person; else the list
-    names the person's subject or email, `group:NAME` of one of their groups, `scope:NAME` of one of their token's
-    scopes, or `*`."""
+    names the person's subject or email (a client's whose token names no person: its id, or client:ID, which names
+    no person), `group:NAME` of one of their groups, `scope:NAME` of one of their token's scopes, or `*`."""
     if people is None:
         return True
     names = {name for name in (person.subject, person.email)
              if name and not name.startswith(("group:", "scope:"))}  # a subject is never a group or a scope
+    if person.key.startswith(CLIENT_PERSON):
+        names.add(person.key)  # `client:ID` names the client alone, never a person whose subject is ID
     names |= {"*"} | {"group:" + g for g in person.groups} | {"scope:" + s for s in person.scopes}
     return any(entry in names for entry in people)
 
@@ -14228,9 +14234,10 @@ class SignIn:
             # the token and refusals: for a passthrough server (Person.token_for, refuse)
             answer = Person.from_claims(claims, token, self.refused, self)
             until = min(time.time() + SIGNIN_REMEMBER, claims["exp"])
-            if answer.key.startswith(STATIC_PERSON):
-                raise TokenError("its subject %s takes the prefix of listed people (%s)" % (
-                    json.dumps(answer.key), STATIC_PERSON))
+            if "sub" in claims and answer.subject.startswith((STATIC_PERSON, CLIENT_PERSON)):
+                raise TokenError("its subject %s takes a prefix of mcpstudio's own identities (%sNAME: listed people, "
+                                 "%sID: clients without a person)" % (json.dumps(answer.subject), STATIC_PERSON,
+                                                                      CLIENT_PERSON))
         except UnknownKey:
             raise  # not kept: the next try may find the issuer's new key, or reach it
         except TokenError as exc:
@@ -14367,12 +14374,12 @@ class SignIn:
                              % audiences[-1])
         if not any(isinstance(a, str) and a.rstrip("/") in audiences for a in _claim_list(given)):
             raise TokenError("it is not for this server (issuer %s, audience %s)" % (claims.get("iss"), given))
-        subject = claims.get("sub", claims.get("client_id"))  # a client-credentials token: its client is the subject
+        subject = claims.get("sub", claims.get("client_id"))  # a client-credentials token: its client (from_claims)
         if "exp" in claims and (type(claims["exp"]) not in (int, float) or not abs(claims["exp"]) < 1e11):
             raise TokenError("the introspection endpoint gave it no numeric `exp`")
         if not isinstance(subject, str) or not subject or ("exp" in claims and claims["exp"] < time.time()):
             raise TokenError("it names no subject, or it expired")
-        return dict(claims, sub=subject, exp=claims.get("exp", time.time() + SIGNIN_REMEMBER))
+        return dict(claims, exp=claims.get("exp", time.time() + SIGNIN_REMEMBER))
 
 
 # --------------------------------------------------------------------------
@@ -15747,7 +15754,8 @@ the env, headers or args of a server with "isolation": "user" is SUBJECT's NAME 
 that person's own process starts. `set` reads the value from stdin (asks on a terminal).
 They are kept in people-secrets.json beside the default config, mode 0600; `list` shows
 names only. SUBJECT is the identity provider's `sub`; a person the config's `people` lists
-is static:NAME (never the same person as a subject NAME).
+is static:NAME (never the same person as a subject NAME), and a client whose token names no
+person (no `sub`: a client-credentials token, introspected) client:CLIENT_ID.
 
 usage: mcpstudio install --client CLIENT [--as NAME] [--write] [--file PATH] [MODE ARGS...]
 
@@ -17269,7 +17277,8 @@ def secrets_command(words):
             action != "list" and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", rest[1])):
         raise UsageError("secrets takes: set NAME --person SUBJECT (the value on stdin), remove NAME --person "
                          "SUBJECT, or list --person SUBJECT; NAME is what ${person.NAME} names; SUBJECT is the "
-                         "identity provider's, or static:NAME for a person of the config's `people`")
+                         "identity provider's, static:NAME for a person of the config's `people`, or client:ID for a client "
+                         "whose token names no person")
     store = PersonSecrets()
     if action == "list":
         for name in sorted(store.of(person)):

@@ -16075,6 +16075,62 @@ class TeamGatewayTests(ScratchDir):
             self.assertEqual(status, 200, text)
             self.assertIn("echo", [tool["name"] for tool in http.messages(text)[0]["result"]["tools"]])
 
+    def test_a_client_without_a_person_is_not_the_person_of_its_id(self):
+        # An introspected client-credentials token names no `sub`: its client_id was the subject and the key, so a
+        # client whose id is a person's subject was that person (their rate limit, outputs, secrets, sessions).
+        # Its key is client:ID now (a subject that begins so is refused).
+        import http.server
+        import urllib.parse
+        answers = {"person-token": {"active": True, "sub": "alice"}, "client-token": {"active": True, "client_id": "alice"},
+                   "colon-token": {"active": True, "sub": "client:alice"}}
+
+        class Introspection(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                form = urllib.parse.parse_qs(self.rfile.read(int(self.headers.get("Content-Length") or 0)).decode())
+                data = json.dumps(dict(answers[form["token"][0]], aud=self.server.audience,
+                                       exp=int(time.time()) + 300)).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args):
+                pass
+        provider = ThreadedHttpServer()
+        provider.serve(Introspection)
+        self.addCleanup(provider.close)
+        base = "http://127.0.0.1:%d" % provider.port
+        with HttpServerProcess("serve", "--config", self.config(signIn={
+                "issuer": base, "introspection": base + "/introspect", "clientId": "gw", "clientSecret": "s"})) as http:
+            provider.server.audience = "http://127.0.0.1:%d/mcp" % http.port
+
+            def call(token, tool):
+                status, _, text = http.modern("tools/call", {"name": tool, "arguments": {"text": token}},
+                                              headers={"Authorization": "Bearer " + token})
+                return status, http.messages(text)[0] if status == 200 else text
+            for token in ("person-token", "client-token"):  # echo allows one call a caller: each has their own
+                status, reply = call(token, "echo")
+                self.assertEqual((status, text_of(reply["result"])), (200, token + "\n"), reply)
+            status, reply = call("colon-token", "echo")
+            self.assertEqual(status, 401, reply)
+            self.assertIn("takes a prefix of mcpstudio's own identities", reply)
+        with open(os.path.join(self.dir, "audit.jsonl")) as f:
+            lines = [json.loads(line) for line in f]
+        self.assertEqual([(line["caller"], line["person"]) for line in lines if line["tool"] == "echo"],
+                         [("alice", "alice"), ("client:alice", "alice")])
+
+    def test_a_client_without_a_person_in_the_people_rule(self):
+        # The people rule names a client whose token has no `sub` by its id, as before, and `client:ID` names it
+        # alone: never the person whose subject is ID.
+        person = mcpstudio.Person.from_claims({"sub": "alice", "aud": "https://gw/mcp"})
+        client = mcpstudio.Person.from_claims({"client_id": "alice", "aud": "https://gw/mcp"})
+        self.assertEqual([(p.subject, p.key) for p in (person, client)], [("alice", "alice"), ("alice", "client:alice")])
+        for people, admitted in ((["alice"], [True, True]), (["client:alice"], [False, True]),
+                                 (["bob", "*"], [True, True]), (["client:bob"], [False, False])):
+            with self.subTest(people=people):
+                self.assertEqual([mcpstudio.admits(people, p) for p in (person, client)], admitted)
+
     def test_a_signed_in_server_refuses_a_second_way_in(self):
         # --http-token beside `people` is one way in too many; beyond loopback, signIn needs its `audience` (the
         # URL tokens are for): both stop at startup with exit 2, saying so.
