@@ -3414,9 +3414,12 @@ def _masked_option(match):
 
 def _masked_header(match):
     name, scheme, value = match.groups()
+    # The last word of a key path (`servers.web.env_http_headers.X-Api-Key: the variable K is not set`, a config
+    # error) is followed by mcpstudio's own words, no value: only a scheme's value (`x.Authorization: Bearer V`) is.
+    in_key_path = match.string[match.start() - 1:match.start()] == "."
     # A variable's name (`GITHUB_TOKEN: ${MY_TOKEN} is not set`) is no secret: shown, as the log shows it.
-    return name + (scheme or "") + "***" if looks_secret(name.rstrip(": \t")) and not \
-        _REFERENCE_ONLY.fullmatch(value) else match.group(0)
+    return name + (scheme or "") + "***" if looks_secret(name.rstrip(": \t")) and (scheme or not in_key_path) \
+        and not _REFERENCE_ONLY.fullmatch(value) else match.group(0)
 
 
 def mask_secrets(value, secrets=()):
@@ -4520,12 +4523,24 @@ def _as_text(data, cut):
 _MARKS = ((b"\xef\xbb\xbf", "utf-8"), (b"\xff\xfe", "utf-16-le"), (b"\xfe\xff", "utf-16-be"))
 
 
+def _reads_as_text(text):
+    """Whether decoded UTF-16 reads as text: each character printable, a blank or line end, an ordinary control
+    (a bell, a backspace, the ESC of a colour) or a format character (a zero-width joiner, a direction mark, a soft
+    hyphen, an emoji's tag); not a NUL, another control, a private-use or an unassigned character, which binary
+    decoded as UTF-16 has."""
+    if "".join(text.split()).isprintable():
+        return True
+    import unicodedata
+    return all(character.isprintable() or character.isspace() or character in "\a\b\x1b"
+               or unicodedata.category(character) == "Cf" for character in text)
+
+
 def _marked_text(data, cut):
     """Output that says its encoding, as text: after a byte-order mark (UTF-8, or UTF-16, as Windows PowerShell,
     `reg` and Notepad's files through `type` write it), the mark dropped, or UTF-16LE without one (`cmd /u`: a
-    NUL after each byte of ASCII text); else None. UTF-16 is text only when every character but blanks is
-    printable and, past 16 characters, it has a blank or a line end (bytes that merely start with FF FE are no text),
-    and not when cut by an odd count of bytes."""
+    NUL after each byte of ASCII text, and a line end, as cmd ends each line: `a\\0b\\0`, NUL-separated items,
+    is none); else None. UTF-16 is text only when it _reads_as_text and, past 16 characters, it has a blank or a
+    line end (bytes that merely start with FF FE are no text), and not when cut by an odd count of bytes."""
     mark, encoding = next(((mark, name) for mark, name in _MARKS if data.startswith(mark)), (b"", "utf-16-le"))
     if not mark and (len(data) < 4 or data[1] or data[1::2].strip(b"\0") or b"\0" in data[0::2]):  # (data[1]: no copy)
         return None
@@ -4537,7 +4552,7 @@ def _marked_text(data, cut):
             text = body[:end].decode(encoding)
         except UnicodeDecodeError:
             continue
-        if encoding == "utf-8" or "".join(text.split()).isprintable() and (
+        if encoding == "utf-8" or _reads_as_text(text) and (mark or "\n" in text or "\r" in text) and (
                 len(text) <= 16 or any(character.isspace() for character in text)):
             return text  # (binary after FF FE reads as no text: something unprintable, or no blank in it)
         return None
@@ -10938,8 +10953,15 @@ class ListingCache:
 # writes a line whose time the line above shows. An indented line after it continues it (rich, or a screen, wrapped
 # it), up to a stack frame (`File "..."`, `at ...`), which is no part of the reason.
 _MESSAGE_START = re.compile(r"\S|\s*(?:\[[^\]]*\]\s*)?(?:DEBUG|INFO|WARN|WARNING|ERROR|CRITICAL|FATAL)\b")
-# An error: logged at an error level, or an exception's line (RuntimeError:, Error:, panic:, error[E0425]:)
-_ERROR_LEVEL = re.compile(r"\s*(?:\[[^\]]*\]\s*)?(?:ERROR|CRITICAL|FATAL)\b|(?:[\w.]*(?:Error|Exception)|panic|error(?:\[\w+\])?):")
+# An error: logged at an error level, or an exception's line (RuntimeError:, Error:, panic:, error[E0425]:), not one
+# that says there is none (a resolver's `NoError: 0`, `Error: None`)
+_ERROR_LEVEL = re.compile(r"\s*(?:\[[^\]]*\]\s*)?(?:ERROR|CRITICAL|FATAL)\b|(?:(?:[\w.]*\.)?(?!No(?:Error|Exception):)"
+                          r"\w*(?:Error|Exception)|panic|error(?:\[\w+\])?):(?!\s*(?:0|None|null|nil)$)")
+# A message that is never the reason while another is there: what a server writes as it dies of the closed pipes
+# of its shutdown (Python's `Exception ignored in: <stdout>` and `BrokenPipeError: [Errno 32] Broken pipe`, Node's
+# `Error: write EPIPE`), an effect; and a traceback's first line, which says nothing of why
+_NO_REASON = re.compile(r"Exception ignored (?:in|on|while)\b|(?:[\w.]*\.)?BrokenPipeError:"
+                        r"|[\w.]*Error: (?:\[Errno 32\] Broken pipe|write EPIPE)|Traceback \(most recent call last\):")
 # A line that ends a message and starts none: a stack frame (Python, Node, Go's tab-indented ones), or the line a
 # runtime closes every failure with (Node's version, Rust's backtrace note, npm's log file)
 _STACK_FRAME = re.compile(r"\s+(?:File \"|at )|\t|goroutine \d+ \[|Node\.js v\d|note: run with `?RUST_BACKTRACE"
@@ -10949,9 +10971,9 @@ _LOCATION = re.compile(r"\s{2,}[\w.-]+:\d+$")  # rich's file:line at a wrapped l
 
 def stderr_reason(lines):
     """(the message of a server's stderr `lines` that says why it failed, as one line; the lines it took): the last
-    error (_ERROR_LEVEL), else the last message. A message starts at a line that starts one (_MESSAGE_START)
-    and takes the continuation lines after it, blanks collapsed; ("", []) when no line starts one (the message's
-    first line is gone)."""
+    error (_ERROR_LEVEL), else the last message, of those that are no _NO_REASON if any is not. A message
+    starts at a line that starts one (_MESSAGE_START) and takes the continuation lines after it, blanks collapsed;
+    ("", []) when no line starts one (the message's first line is gone)."""
     lines = [line.rstrip() for line in lines if line.strip()]
     messages, going_on = [], False  # [[a message's lines]]; whether the next indented line continues the last
     for line in lines:
@@ -10964,6 +10986,7 @@ def stderr_reason(lines):
             messages[-1].append(line)
     if not messages:
         return "", []
+    messages = [message for message in messages if not _NO_REASON.match(message[0])] or messages
     taken = next((message for message in reversed(messages) if _ERROR_LEVEL.match(message[0])), messages[-1])
     head = _LOCATION.sub("", taken[0]) if len(taken) > 1 else taken[0]
     return " ".join(word for line in [head] + taken[1:] for word in line.split()), taken
@@ -12733,10 +12756,12 @@ class ConfigReload:
                 running.update(spec.listed())  # taken over, as it runs
                 new[sid] = running
             elif not upstream:
-                if running is not None:
+                if running is not None:  # back in the namespace with another command: as a restart in place
                     await running.stop("its configuration changed")
                     self.instances.stop_servers([sid], "its configuration changed")
-                new[sid] = self.new_upstream(spec)
+                fresh = new[sid] = self.new_upstream(spec)
+                if running is not None:
+                    fresh.stays_stopped_as(running)  # servers_stop holds across reloads
             elif sid in report["restarted"]:
                 running = upstream.state == "running"
                 await upstream.stop("its configuration changed")
@@ -13940,6 +13965,7 @@ SIGNIN_ANSWERS = 1000          # tokens whose check (a person, or why not) is ke
 SIGNIN_REMEMBER = 60
 SIGNIN_EXCHANGE_MARGIN = 30    # an exchanged token is asked for again this many seconds before it expires
 STATIC_PERSON = "static:"      # a listed person's identity (Person.key): never an identity provider's subject
+CLIENT_PERSON = "client:"      # a token's client without a person (no `sub`: client_id), as Person.key: never a person
 TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"  # RFC 8693's grant and token type
 ACCESS_TOKEN_TYPE = "urn:ietf:params:oauth:token-type:access_token"
 _JWT_ALGS = ("RS256", "ES256")  # accepted; never none, never HMAC
@@ -14134,7 +14160,8 @@ class Person:
         "exchange"`)."""
         self.subject, self.email = subject, email
         self.token, self.refusals, self.sign_in = token, refusals, sign_in
-        self.key = key or subject  # whose secrets, tasks, outputs, sessions: a listed person's is static:NAME
+        self.key = key or subject  # whose secrets, tasks, outputs, sessions: a listed person's is static:NAME, a
+        # client's without a person (an introspection answer with no `sub`) client:ID
         self.groups = [g for g in groups if isinstance(g, str)]
         self.scopes = [s for s in scopes if isinstance(s, str)]
         self.audiences = [a for a in audiences if isinstance(a, str)]
@@ -14155,26 +14182,30 @@ class Person:
 
     @classmethod
     def from_claims(cls, claims, token=None, refusals=None, sign_in=None):
-        """A person from a JWT's (or an introspection's) claims: sub, email (unless email_verified is false),
-        groups, scope (or scp), aud; `token` and `refusals` as for Person."""
+        """A person from a JWT's (or an introspection's) claims: sub (without one, an introspection's client_id, a
+        client-credentials token's client, whose key is client:ID), email (unless email_verified is false), groups,
+        scope (or scp), aud; `token` and `refusals` as for Person."""
         scopes = claims.get("scope", claims.get("scp")) or []  # Entra ID writes `scp` as a string, Okta as a list
         scopes = scopes.split() if isinstance(scopes, str) else scopes
         groups, audiences = claims.get("groups"), claims.get("aud")
         email = claims.get("email") if claims.get("email_verified") is not False else None  # not who they are
-        return cls(claims["sub"], email if isinstance(email, str) else None,
+        subject = claims.get("sub", claims.get("client_id"))
+        return cls(subject, email if isinstance(email, str) else None,
                    groups if isinstance(groups, list) else [], scopes if isinstance(scopes, list) else [],
-                   _claim_list(audiences),
+                   _claim_list(audiences), key=None if "sub" in claims else CLIENT_PERSON + subject,
                    token=token, refusals=refusals, sign_in=sign_in)
 
 
 def admits(people, person):
     """The one rule of who may use a namespace: no `people` list admits every signed-in person; else the list
-    names the person's subject or email, `group:NAME` of one of their groups, `scope:NAME` of one of their token's
-    scopes, or `*`."""
+    names the person's subject or email (a client's whose token names no person: its id, or client:ID, which names
+    no person), `group:NAME` of one of their groups, `scope:NAME` of one of their token's scopes, or `*`."""
     if people is None:
         return True
     names = {name for name in (person.subject, person.email)
              if name and not name.startswith(("group:", "scope:"))}  # a subject is never a group or a scope
+    if person.key.startswith(CLIENT_PERSON):
+        names.add(person.key)  # `client:ID` names the client alone, never a person whose subject is ID
     names |= {"*"} | {"group:" + g for g in person.groups} | {"scope:" + s for s in person.scopes}
     return any(entry in names for entry in people)
 
@@ -14234,9 +14265,10 @@ class SignIn:
             # the token and refusals: for a passthrough server (Person.token_for, refuse)
             answer = Person.from_claims(claims, token, self.refused, self)
             until = min(time.time() + SIGNIN_REMEMBER, claims["exp"])
-            if answer.key.startswith(STATIC_PERSON):
-                raise TokenError("its subject %s takes the prefix of listed people (%s)" % (
-                    json.dumps(answer.key), STATIC_PERSON))
+            if "sub" in claims and answer.subject.startswith((STATIC_PERSON, CLIENT_PERSON)):
+                raise TokenError("its subject %s takes a prefix of mcpstudio's own identities (%sNAME: listed people, "
+                                 "%sID: clients without a person)" % (json.dumps(answer.subject), STATIC_PERSON,
+                                                                      CLIENT_PERSON))
         except UnknownKey:
             raise  # not kept: the next try may find the issuer's new key, or reach it
         except TokenError as exc:
@@ -14373,12 +14405,12 @@ class SignIn:
                              % audiences[-1])
         if not any(isinstance(a, str) and a.rstrip("/") in audiences for a in _claim_list(given)):
             raise TokenError("it is not for this server (issuer %s, audience %s)" % (claims.get("iss"), given))
-        subject = claims.get("sub", claims.get("client_id"))  # a client-credentials token: its client is the subject
+        subject = claims.get("sub", claims.get("client_id"))  # a client-credentials token: its client (from_claims)
         if "exp" in claims and (type(claims["exp"]) not in (int, float) or not abs(claims["exp"]) < 1e11):
             raise TokenError("the introspection endpoint gave it no numeric `exp`")
         if not isinstance(subject, str) or not subject or ("exp" in claims and claims["exp"] < time.time()):
             raise TokenError("it names no subject, or it expired")
-        return dict(claims, sub=subject, exp=claims.get("exp", time.time() + SIGNIN_REMEMBER))
+        return dict(claims, exp=claims.get("exp", time.time() + SIGNIN_REMEMBER))
 
 
 # --------------------------------------------------------------------------
@@ -15778,7 +15810,8 @@ the env, headers or args of a server with "isolation": "user" is SUBJECT's NAME 
 that person's own process starts. `set` reads the value from stdin (asks on a terminal).
 They are kept in people-secrets.json beside the default config, mode 0600; `list` shows
 names only. SUBJECT is the identity provider's `sub`; a person the config's `people` lists
-is static:NAME (never the same person as a subject NAME).
+is static:NAME (never the same person as a subject NAME), and a client whose token names no
+person (no `sub`: a client-credentials token, introspected) client:CLIENT_ID.
 
 usage: mcpstudio install --client CLIENT [--as NAME] [--write] [--file PATH] [MODE ARGS...]
 
@@ -17300,7 +17333,8 @@ def secrets_command(words):
             action != "list" and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", rest[1])):
         raise UsageError("secrets takes: set NAME --person SUBJECT (the value on stdin), remove NAME --person "
                          "SUBJECT, or list --person SUBJECT; NAME is what ${person.NAME} names; SUBJECT is the "
-                         "identity provider's, or static:NAME for a person of the config's `people`")
+                         "identity provider's, static:NAME for a person of the config's `people`, or client:ID for a client "
+                         "whose token names no person")
     store = PersonSecrets()
     if action == "list":
         for name in sorted(store.of(person)):

@@ -3834,10 +3834,33 @@ class MaskSecretsTests(unittest.TestCase):
             ("env.GITHUB_TOKEN: ${MY_GITHUB_TOKEN} is not set", "env.GITHUB_TOKEN: ${MY_GITHUB_TOKEN} is not set"),
             ("srv --token ${TOKEN} --api-key=$KEY", "srv --token ${TOKEN} --api-key=$KEY"),
             ("API_KEY=${API_KEY:-sk-live-9} run", "API_KEY=*** run"),
+            # A header that ends a key path is followed by mcpstudio's own words, no value (status showed
+            # `X-Api-Key: *** variable K is not set`); a scheme's value there is one still.
+            ("error: /c.json: servers.web.env_http_headers.X-Api-Key: the variable K is not set",
+             "error: /c.json: servers.web.env_http_headers.X-Api-Key: the variable K is not set"),
+            ("servers.x.env.API_TOKEN: expected a string", "servers.x.env.API_TOKEN: expected a string"),
+            ("req.headers.authorization: Bearer abc123", "req.headers.authorization: Bearer ***"),
+            ("sent X-Api-Key: k123 and", "sent X-Api-Key: *** and"),
         ]
         for text, shown in cases:
             with self.subTest(text=text):
                 self.assertEqual(mcpstudio.mask_secrets(text), shown)
+
+    def test_a_header_named_in_a_config_error_keeps_the_message(self):
+        # status masked the word after a header that ends the key path of a config error, as if it were the
+        # header's value: `env_http_headers.X-Api-Key: *** variable MCPS_UNSET_KEY is not set`.
+        with tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, "c.json")
+            with open(path, "w") as f:
+                json.dump({"schemaVersion": 1, "servers": {"web": {
+                    "kind": "streamable_http", "url": "http://127.0.0.1:9/mcp",
+                    "env_http_headers": {"X-Api-Key": "MCPS_UNSET_KEY"}}}}, f)
+            env = dict(os.environ)
+            env.pop("MCPS_UNSET_KEY", None)
+            out = subprocess.run(SERVER + ["status", "--config", path], capture_output=True, text=True, timeout=WAIT,
+                                 stdin=subprocess.DEVNULL, env=env)
+        self.assertIn("servers.web.env_http_headers.X-Api-Key: the variable MCPS_UNSET_KEY is not set", out.stdout,
+                      out.stdout + out.stderr)
 
     def test_secrets_in_any_value(self):
         """A config secret is masked wherever an audit entry holds it: a string, a number, a list, a tuple, a key."""
@@ -5701,9 +5724,46 @@ class OutputFitTests(unittest.TestCase):
                 (b"a\x00\x01\x00", 0, "a\x00\x01\x00"),  # not UTF-16 text: UTF-8, as it was
                 (b"\xef\xbb\xbf\xff\xfe\x00", 0, None),  # a UTF-8 mark before bytes UTF-8 has not: binary
                 (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", 0, None),  # an image stays an image
-                (b"\xff\xfe", 0, "")):  # the mark alone: empty text
+                (b"\xff\xfe", 0, ""),  # the mark alone: empty text
+                # UTF-16 with ordinary controls and format characters is text (it was a blob): a tab, a form feed,
+                # the ESC of a colour, a bell, a zero-width joiner, direction marks, a soft hyphen, a tag
+                (b"\xff\xfe" + "\x1b[1mbold\x1b[0m\tG\x0cr\u00ad\u200d\u200e\a\r\n".encode("utf-16-le"), 0,
+                 "\x1b[1mbold\x1b[0m\tG\x0cr\u00ad\u200d\u200e\a\r\n"),
+                (b"\xfe\xff" + "\U0001f3f4\U000e0067\U000e007f \u200d\r\n".encode("utf-16-be"), 0,
+                 "\U0001f3f4\U000e0067\U000e007f \u200d\r\n"),
+                ("x\ty\x1b[0m\r\n".encode("utf-16-le"), 0, "x\ty\x1b[0m\r\n"),  # cmd /u, a tab and a colour
+                # ... but not a NUL, another control, a private-use or unassigned character: binary after FF FE
+                (b"\xff\xfe" + bytes([1, 0, 0, 0, 2, 0, 0, 0, 32, 0]), 0, None),
+                (b"\xff\xfe" + "a b\x01\r\n".encode("utf-16-le"), 0, None),
+                (b"\xff\xfe" + "a b\ue000\r\n".encode("utf-16-le"), 0, None),
+                (b"\xff\xfe" + "a b\u0378\r\n".encode("utf-16-le"), 0, None),
+                # UTF-16LE without a mark needs a line end, as cmd /u writes: NUL-separated one-letter items
+                # (`find -print0`, `xargs -0`'s input) read as UTF-8 with their NULs, as longer ones do, not as "ab"
+                (b"a\x00b\x00", 0, "a\x00b\x00"),
+                (b"a\x00b\x00c\x00d\x00", 0, "a\x00b\x00c\x00d\x00"),
+                (b"ab\x00cd\x00", 0, "ab\x00cd\x00"),
+                ("ab\n".encode("utf-16-le"), 0, "ab\n")):
             with self.subTest(data=data[:12], cut=cut):
                 self.assertEqual(mcpstudio._output_text(data, cut), text)
+
+    def test_utf16_with_controls_and_nul_separated_items(self):
+        # A command's UTF-16 output with a colour's ESC or a zero-width joiner came back as a base64 blob, and its
+        # NUL-separated one-letter items (`a\0b\0`) as the text "ab", read as UTF-16 without a mark.
+        with tempfile.TemporaryDirectory() as folder:
+            script = os.path.join(folder, "out.py")
+            with open(script, "w") as f:
+                f.write("import sys\nsys.stdout.buffer.write({'wide': '\\ufeff\\x1b[1mGr\\xf6\\xdfe\\u200d\\t\\r\\n'"
+                        ".encode('utf-16-le'), 'items': b'a\\0b\\0'}[sys.argv[1]])\n")
+            path = os.path.join(folder, "c.json")
+            with open(path, "w") as f:
+                json.dump({"tools": [{"name": name, "command": '"%s" "%s" %s' % (PY, script, name)}
+                                     for name in ("wide", "items")]}, f)
+            with McpProcess("serve", "--config", path, cwd=folder) as server:
+                server.initialize()
+                wide, items = (server.call(name, {}, timeout=30) for name in ("wide", "items"))
+                self.assertEqual(wide["content"], [{"type": "text", "text": "\x1b[1mGr\xf6\xdfe\u200d\t\r\n"}],
+                                 server.context())
+                self.assertEqual(text_of(items), "a\x00b\x00", server.context())
 
     def test_fit_text_table(self):
         # Under the budget a text is untouched; past it, whole lines of head and tail around an exact note.
@@ -12619,6 +12679,18 @@ class StderrReasonTests(unittest.TestCase):
                  "npm ERR! 404 Not Found - GET https://registry.npmjs.org/nope", 1),
                 (["ERROR: retrying the connection", "Traceback (most recent call last):", '  File "x.py", line 3',
                   "ValueError: bad port"], "ValueError: bad port", 1),
+                # a line that says there is no error is none (it beat the error above it)
+                (["ERROR: cannot reach the database", "NoError: 0"], "ERROR: cannot reach the database", 1),
+                (["RuntimeError: no key", "dns.rcode.NoError: 1 answer", "LastError: None"], "RuntimeError: no key", 1),
+                (["NoMethodError: undefined method `x'"], "NoMethodError: undefined method `x'", 1),  # Ruby's is one
+                # the closed pipes of a shutdown are an effect: an earlier message says why, even one at no level
+                (["ERROR: bad token", "Exception ignored in: <_io.TextIOWrapper name='<stdout>' mode='w'>",
+                  "BrokenPipeError: [Errno 32] Broken pipe"], "ERROR: bad token", 1),
+                (["could not bind port 80", "Traceback (most recent call last):", '  File "x.py", line 3',
+                  "BrokenPipeError: [Errno 32] Broken pipe"], "could not bind port 80", 1),
+                (["missing key", "Error: write EPIPE", "    at afterWriteDispatched (node:internal/x:1:1)"],
+                 "missing key", 1),
+                (["BrokenPipeError: [Errno 32] Broken pipe"], "BrokenPipeError: [Errno 32] Broken pipe", 1),  # alone
                 ([], "", 0)):
             with self.subTest(lines=lines):
                 got, lines_taken = mcpstudio.stderr_reason(lines)
@@ -13144,6 +13216,39 @@ class AggregatorTests(AggregatorCase):
             server.proc.send_signal(signal.SIGHUP)
             self.assertTrue(wait_until(lambda: "previous configuration stays in use" in "".join(server.stderr)))
             self.assertNotIn("Traceback", "".join(server.stderr))
+
+    def test_servers_stop_holds_when_a_server_comes_back_with_another_command(self):
+        # A stopped server that a reload takes out of the namespace served (another namespace keeps it, so it is
+        # still configured) and the next one puts back with another command started again at the first call:
+        # the new process forgot the servers_stop of the one it replaced, as a restart in place does not.
+        data = {"mcpServers": {"a": self.upstream("a"), "b": self.upstream("b")},
+                "namespaces": {"work": ["a", "b"], "play": ["a"]}, "defaultNamespace": "work"}
+        path = self.write(data)
+
+        def a_runs():
+            with open(self.pids) as f:
+                return [int(line.split()[0]) for line in f if line.split()[2:] == ["a"]]
+        with McpProcess("serve", "--config", path, "--rescan", "0", env=self.env) as server:
+            server.initialize()
+            self.assertEqual(text_of(server.call("a__echo", {"text": "x"})), "a: x")
+            a_pid = self.pid_of("a")
+            server.call("mcpstudio__servers_stop", {"server_id": "a"})
+            self.assertTrue(wait_until(lambda: not alive(a_pid)))
+            data["namespaces"]["work"] = ["b"]
+            self.write(data)
+            self.assertEqual(server.call("mcpstudio__config_reload", {})["structuredContent"]["removed"], ["a"])
+            data["namespaces"]["work"] = ["a", "b"]
+            data["mcpServers"]["a"] = self.upstream("a", "--only", "echo")
+            self.write(data)
+            self.assertEqual(server.call("mcpstudio__config_reload", {})["structuredContent"]["added"], ["a"])
+            listed = server.call("mcpstudio__servers_list", {})["structuredContent"]["servers"]
+            self.assertEqual([(s["id"], s["status"]) for s in listed][0], ("a", "stopped-by-user"))
+            self.assertNotIn("a__echo", self.tool_names(server))  # not started to list it (its tools are not known)
+            self.assertTrue(server.request("tools/call", {"name": "a__echo", "arguments": {"text": "y"}}).get("error"))
+            self.assertEqual(a_runs(), [a_pid])
+            server.call("mcpstudio__servers_start", {"server_id": "a"})
+            self.assertEqual(text_of(server.call("a__echo", {"text": "z"})), "a: z")
+            self.assertEqual(len(a_runs()), 2)  # once before servers_stop, once after servers_start
 
     def test_a_call_on_a_server_a_reload_restarts_ends_and_says_why(self):
         # docs/aggregator.md: a call still running on a server whose command changed is not carried over to the
@@ -15969,6 +16074,62 @@ class TeamGatewayTests(ScratchDir):
             status, _, text = http.modern("tools/list", headers={"Authorization": "Bearer opaque-token-2"})
             self.assertEqual(status, 200, text)
             self.assertIn("echo", [tool["name"] for tool in http.messages(text)[0]["result"]["tools"]])
+
+    def test_a_client_without_a_person_is_not_the_person_of_its_id(self):
+        # An introspected client-credentials token names no `sub`: its client_id was the subject and the key, so a
+        # client whose id is a person's subject was that person (their rate limit, outputs, secrets, sessions).
+        # Its key is client:ID now (a subject that begins so is refused).
+        import http.server
+        import urllib.parse
+        answers = {"person-token": {"active": True, "sub": "alice"}, "client-token": {"active": True, "client_id": "alice"},
+                   "colon-token": {"active": True, "sub": "client:alice"}}
+
+        class Introspection(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                form = urllib.parse.parse_qs(self.rfile.read(int(self.headers.get("Content-Length") or 0)).decode())
+                data = json.dumps(dict(answers[form["token"][0]], aud=self.server.audience,
+                                       exp=int(time.time()) + 300)).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args):
+                pass
+        provider = ThreadedHttpServer()
+        provider.serve(Introspection)
+        self.addCleanup(provider.close)
+        base = "http://127.0.0.1:%d" % provider.port
+        with HttpServerProcess("serve", "--config", self.config(signIn={
+                "issuer": base, "introspection": base + "/introspect", "clientId": "gw", "clientSecret": "s"})) as http:
+            provider.server.audience = "http://127.0.0.1:%d/mcp" % http.port
+
+            def call(token, tool):
+                status, _, text = http.modern("tools/call", {"name": tool, "arguments": {"text": token}},
+                                              headers={"Authorization": "Bearer " + token})
+                return status, http.messages(text)[0] if status == 200 else text
+            for token in ("person-token", "client-token"):  # echo allows one call a caller: each has their own
+                status, reply = call(token, "echo")
+                self.assertEqual((status, text_of(reply["result"])), (200, token + "\n"), reply)
+            status, reply = call("colon-token", "echo")
+            self.assertEqual(status, 401, reply)
+            self.assertIn("takes a prefix of mcpstudio's own identities", reply)
+        with open(os.path.join(self.dir, "audit.jsonl")) as f:
+            lines = [json.loads(line) for line in f]
+        self.assertEqual([(line["caller"], line["person"]) for line in lines if line["tool"] == "echo"],
+                         [("alice", "alice"), ("client:alice", "alice")])
+
+    def test_a_client_without_a_person_in_the_people_rule(self):
+        # The people rule names a client whose token has no `sub` by its id, as before, and `client:ID` names it
+        # alone: never the person whose subject is ID.
+        person = mcpstudio.Person.from_claims({"sub": "alice", "aud": "https://gw/mcp"})
+        client = mcpstudio.Person.from_claims({"client_id": "alice", "aud": "https://gw/mcp"})
+        self.assertEqual([(p.subject, p.key) for p in (person, client)], [("alice", "alice"), ("alice", "client:alice")])
+        for people, admitted in ((["alice"], [True, True]), (["client:alice"], [False, True]),
+                                 (["bob", "*"], [True, True]), (["client:bob"], [False, False])):
+            with self.subTest(people=people):
+                self.assertEqual([mcpstudio.admits(people, p) for p in (person, client)], admitted)
 
     def test_a_signed_in_server_refuses_a_second_way_in(self):
         # --http-token beside `people` is one way in too many; beyond loopback, signIn needs its `audience` (the
