@@ -12658,7 +12658,7 @@ def plan_changes(old, new):
     return report
 
 
-class SharedUpstreams:
+class UrlUpstreams:
     """The servers every URL of an instance runs: server id -> the one Upstream that /mcp and each /mcp/<namespace>
     serve for it, so each server runs once, whichever URL started it. /mcp's Aggregator records each it makes (its
     reloads replace them), so a URL opened before or after a reload of /mcp runs /mcp's current one; a namespace's
@@ -12666,13 +12666,16 @@ class SharedUpstreams:
 
     def __init__(self):
         self.by_id = {}  # server id -> the Upstream every URL runs
+        self.elsewhere = set()  # the ids a /mcp/<namespace> URL serves: taken out of /mcp's namespace, they run on
 
     def made(self, sid, upstream: Upstream):
         """/mcp made the Upstream of `sid`: every URL runs it from now on."""
         self.by_id[sid] = upstream
 
     def started_with(self, sid, make):
-        """The Upstream of `sid` that an earlier URL runs (/mcp's first), or `make()`'s when none does."""
+        """A namespace's URL serves `sid`: the Upstream an earlier URL runs (/mcp's first), or `make()`'s when none
+        does."""
+        self.elsewhere.add(sid)
         if sid not in self.by_id:  # a server /mcp does not run: the first URL of a namespace that has it starts it
             self.by_id[sid] = make()
         return self.by_id[sid]
@@ -12703,11 +12706,11 @@ class ConfigReload:
     _reloading = events = None  # the reload under way (one at a time); what the config's own sources report to
 
     def __init__(self, read, local, local_key, namespace: Namespace, log: Log, config_path, mark, new_upstream,
-                 instances: IsolatedInstances, changed, shared: SharedUpstreams):
+                 instances: IsolatedInstances, changed, shared: UrlUpstreams):
         """`read()`: (local sources, UpstreamPlan, local key) of the file as it is now (`read` None: there is no file);
         `local_key`: the config's own part, to tell whether a reload changed it; `mark()`: the watch's (the file as
         it is now is the one read); `new_upstream(spec)`: an Upstream; `changed()`: the tool set changed; `shared`:
-        the Upstream every URL runs of each server (SharedUpstreams), which /mcp's reloads keep true."""
+        the Upstream every URL runs of each server (UrlUpstreams), which /mcp's reloads keep true."""
         self.read, self.mark, self.shared = read, mark, shared
         self.local, self.local_key = list(local), local_key  # the config's own sources, and their part of the file
         self.upstreams = {}  # id -> Upstream, of the active namespace, in config order
@@ -12772,11 +12775,12 @@ class ConfigReload:
             else:
                 upstream.update(spec.listed())
                 new[sid] = upstream
-        for sid in report["removed"]:
+        removed = [sid for sid in report["removed"] if sid not in self.shared.elsewhere]  # the rest: others' URLs run
+        for sid in removed:
             await old[sid].stop("it was removed from the config")
         gone = await self.shared.stop_gone({spec.id for spec in plan.specs})  # from every namespace
         self.instances.stop_servers(gone, "it was removed from the config")
-        self.instances.stop_servers(report["removed"] + report["restarted"], "its configuration changed")
+        self.instances.stop_servers(removed + report["restarted"], "its configuration changed")
         self.upstreams = new
         report["namespace"] = self.namespace.name
         if self.namespace.refusal:
@@ -12835,7 +12839,7 @@ class Aggregator(Source):
         self.manager = ManagerTools(self.namespace, lambda: self.upstreams, self.reload, metrics, admits)
         self.bridge = along.bridge if along else InputBridge()
         self.downstream = along.downstream if along else Downstream(self, self.bridge)
-        self.shared = along.shared if along else SharedUpstreams()  # the Upstream every URL runs of each server
+        self.shared = along.shared if along else UrlUpstreams()  # the Upstream every URL runs of each server
         self.instances = along.instances if along else IsolatedInstances(  # a person's own processes: one for all URLs
             runner, log, self.downstream, self.cache_dir, config_path, self.namespace.manager_name("servers_start"))
         self.upstream_skills = UpstreamSkills(self.namespace, log, lambda: self.upstreams, self._active, self._discover,
@@ -12851,13 +12855,13 @@ class Aggregator(Source):
     @property
     def upstreams(self):
         """id -> Upstream, of the active namespace, in config order (a reload replaces them); a namespace's URL
-        serves those of its servers every URL runs (SharedUpstreams)."""
+        serves those of its servers every URL runs (UrlUpstreams)."""
         if self.along is None:
             return self.config.upstreams
         return self.shared.view(self.config.upstreams)
 
     def _new_upstream(self, spec: UpstreamSpec) -> Upstream:
-        """A server's Upstream; /mcp's is the one every URL runs from then on (see upstreams)."""
+        """A server's Upstream; /mcp's is the one every URL runs from then on (see UrlUpstreams)."""
         upstream = Upstream(spec.listed(), self.runner, self.log, self.downstream, self.cache_dir,
                             config_path=self.config_path, start_tool=self.namespace.manager_name("servers_start"))
         if self.along is None:
@@ -13355,7 +13359,7 @@ class Aggregator(Source):
                           ", ".join(u.spec.id for u in first))
             await asyncio.wait([u.start() for u in first], timeout=CACHE_LINGER)
         running = dict.fromkeys(list(self.upstreams.values()) + list(self.config.upstreams.values())
-                                + list(self.shared.by_id.values()))  # every URL's (SharedUpstreams)
+                                + list(self.shared.by_id.values()))  # every URL's (UrlUpstreams)
         await asyncio.gather(*(u.stop("mcpstudio is exiting") for u in list(running) + self.instances.upstreams()),
                              return_exceptions=True)
         for source in self.local:
@@ -14795,6 +14799,14 @@ class HttpSessions:
                 if now - entry.used > HTTP_IDLE_SESSION:
                     self.end(key)
 
+    def holds(self, session_id):
+        """Whether the session `session_id` (an Mcp-Session-Id header's) is open here."""
+        return session_id.strip() in self.entries
+
+    def all(self):
+        """The open sessions (the Session of each)."""
+        return [entry.session for entry in self.entries.values()]
+
     async def close(self):
         """Stop the sweeper and every session."""
         if self._sweeper:
@@ -14919,15 +14931,15 @@ class Drain:
     def check(http, method, params, headers, request_id):
         """Refuse (503) a request of a leaving instance unless it is for what the instance holds: one of its
         sessions (not a new one), tasks or prompt rounds."""
-        held = method != "initialize" and headers.get("mcp-session-id", "").strip() in http.sessions.entries
-        if http.leaving and not (held or http.server.holds(params)):
+        if http.leaving and not (method != "initialize" and http.sessions.holds(headers.get("mcp-session-id", ""))
+                                 or http.server.holds(params)):
             raise HttpError(503, "%s: send the request again (a load balancer sends it to another instance)"
                             % http.leaving, INTERNAL_ERROR, request_id, [("Retry-After", "1")],
                             {"instance": http.instance.name, "shuttingDown": True})
 
     def busy(self):
-        return any(any(not x.lasting for x in h.calls) or any(e.session.inflight for e in h.sessions.entries.values())
-                   or h.server.busy() for h in self.views)
+        return any(any(not x.lasting for x in h.calls) or any(s.inflight for s in h.sessions.all()) or h.server.busy()
+                   for h in self.views)
 
     async def run(self, grace):
         name = self.name
@@ -14942,7 +14954,7 @@ class Drain:
                          "drain of %g s; send it again (a load balancer sends it to another instance)" % (name, grace),
                          {"instance": name, "shuttingDown": True})
         for http in self.views:
-            for session in [s for s in http.calls.values() if s] + [e.session for e in http.sessions.entries.values()]:
+            for session in [s for s in http.calls.values() if s] + http.sessions.all():
                 await session.cancel_all(reason=error)
         deadline = time.monotonic() + KILL_GRACE
         while time.monotonic() < deadline and any(http.calls for http in self.views):  # the errors are written
@@ -14982,8 +14994,9 @@ class NamespaceUrls:
         return self.views[name]
 
     async def close(self):
-        """Their sessions' tasks end with the loop, their processes with the runner; their catalogs end here."""
+        """Their sessions and catalogs end here, their processes with the runner."""
         for served in self.views.values():
+            await served.sessions.close()
             await served.server.catalog.close()
 
 

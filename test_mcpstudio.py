@@ -1132,8 +1132,8 @@ class SectionTests(unittest.TestCase):
         "OAuthClient": "OAuth 2.1 for URL upstreams", "InputBridge": "Input on the way", "Upstream": "Upstreams",
         "McpClient": "Upstreams", "_HttpChannel": "Upstreams", "BackChannel": "Upstreams",
         "ManagerTools": "Aggregator", "UpstreamSkills": "Aggregator", "IsolatedInstances": "Aggregator",
-        "ConfigReload": "Aggregator", "Aggregator": "Aggregator", "Server": "Server", "serve_stdio": "Server",
-        "SignIn": "Sign-in", "HttpServer": "Streamable HTTP", "SignInGate": "Streamable HTTP",
+        "UrlUpstreams": "Aggregator", "ConfigReload": "Aggregator", "Aggregator": "Aggregator", "Server": "Server", "serve_stdio": "Server",
+        "SignIn": "Sign-in", "HttpSessions": "Streamable HTTP", "HttpServer": "Streamable HTTP", "SignInGate": "Streamable HTTP",
         "parse_command_line": "Command line", "_build_server": "Command line",
         "check_config": "Tools for people", "init_config": "Tools for people", "print_status": "Tools for people",
         "inspect_command": "Tools for people", "Board": "tui", "main": "main",
@@ -18304,9 +18304,9 @@ class NamespaceUrlTests(AggregatorCase):
         self.assertTrue(wait_until(lambda: not any(alive(int(pid)) for line in started for pid in line[:2]), WAIT))
 
     def test_a_server_runs_once_for_every_url_across_reloads(self):
-        # A reload asked at a namespace URL is /mcp's (one file); a server it takes out of /mcp's namespace while
-        # other namespaces keep it runs once for their URLs, opened before or after; put back with the same command,
-        # /mcp takes over that process: at no point do two of its processes run, and none is left at exit.
+        # A reload asked at a namespace URL is /mcp's (one file); a server it takes out of /mcp's namespace while a
+        # namespace URL serves it runs on, the one process for their URLs, opened before or after; put back with the
+        # same command, /mcp takes over that process: it only ever has one process, and none is left at exit.
         fake = lambda name: {"command": PY, "args": [self.fake, "--pidfile", self.pids, "--only", "echo", "--name", name]}  # noqa: E731
         path = os.path.join(self.dir, "ns.json")
         data = {"mcpServers": {"alpha": fake("alpha"), "beta": fake("beta")},
@@ -18324,25 +18324,25 @@ class NamespaceUrlTests(AggregatorCase):
                 json.dump(data, f)
             report = json.loads(self.call(http, "/mcp/play", "mcpstudio__config_reload", {}))
             self.assertEqual((report["namespace"], report["removed"]), ("work", ["alpha"]))
-            self.assertTrue(wait_until(lambda: not alive(alphas()[0])))
             for url in ("/mcp/spare", "/mcp/play"):  # opened after the reload, and before it
                 self.assertEqual(self.call(http, url, "alpha__echo", {"text": url}), "alpha: " + url)
-            self.assertEqual(len(alphas()), 2)  # the first, stopped; the one both URLs run now
+            self.assertEqual(len(alphas()), 1, "/mcp/play's server was stopped while it still served it")
+            self.assertTrue(alive(alphas()[0]))
             data["namespaces"]["work"] = ["alpha", "beta"]
             with open(path, "w") as f:
                 json.dump(data, f)
             self.assertEqual(json.loads(self.call(http, "/mcp", "mcpstudio__config_reload", {}))["added"], ["alpha"])
             self.assertEqual(self.call(http, "/mcp", "alpha__echo", {"text": "back"}), "alpha: back")
-            self.assertEqual(len(alphas()), 2, "/mcp started a process of its own beside the namespaces' one")
-            self.assertTrue(alive(alphas()[1]))
+            self.assertEqual(len(alphas()), 1, "/mcp started a process of its own beside the namespaces' one")
+            self.assertTrue(alive(alphas()[0]))
             del data["mcpServers"]["alpha"]  # out of the file: stopped, and no URL starts it again
             data["namespaces"] = {"work": ["beta"], "play": ["beta"], "spare": ["beta"]}
             with open(path, "w") as f:
                 json.dump(data, f)
             self.assertEqual(json.loads(self.call(http, "/mcp/spare", "mcpstudio__config_reload", {}))["removed"], ["alpha"])
-            self.assertTrue(wait_until(lambda: not alive(alphas()[1])))
+            self.assertTrue(wait_until(lambda: not alive(alphas()[0])))
             self.assertIn("Unknown tool: alpha__echo", self.call(http, "/mcp/play", "alpha__echo", {"text": "gone"}))
-            self.assertEqual(len(alphas()), 2)
+            self.assertEqual(len(alphas()), 1)
         self.assertTrue(wait_until(lambda: not any(alive(pid) for pid in alphas()), WAIT))
 
     def test_the_result_cache_keeps_each_namespaces_answers_apart(self):
