@@ -263,6 +263,10 @@ class TokenError(McpStudioError):
     """An access token a signed-in `serve --http` refuses: why (the 401's error_description), never the token."""
 
 
+class WrongAudience(TokenError):
+    """An access token issued for another URL than this server's (its `aud`, RFC 8707)."""
+
+
 class UnknownKey(TokenError):
     """A JWT whose `kid` the issuer's JWKS does not hold (yet: the issuer may have rotated its keys), or a token
     the identity provider could not be asked about now: not remembered, the next try may pass."""
@@ -14079,14 +14083,17 @@ def jwt_claims(token, keys, issuer, audiences, now, skew=SIGNIN_SKEW):
         raise TokenError("issued by %s, not %s" % (json.dumps(claims.get("iss")), issuer))
     if not any(isinstance(a, str) and a.rstrip("/") in [b.rstrip("/") for b in audiences]
                for a in _claim_list(claims.get("aud"))):
-        raise TokenError("its audience %s is not this server (%s)" % (json.dumps(claims.get("aud")), audiences[-1]))
+        raise WrongAudience("its audience %s is not this server (%s): ask the identity provider for a token for %s "
+                            "(the RFC 8707 `resource`)" % (json.dumps(claims.get("aud")), " or ".join(audiences[::-1]),
+                                                           audiences[-1]))
     exp, nbf = claims.get("exp"), claims.get("nbf", 0)
     if type(exp) not in (int, float) or type(nbf) not in (int, float) or not abs(exp) < 1e11 > abs(nbf):
         raise TokenError("it has no numeric `exp`")  # (nor NaN, nor one past the year 5000)
     if now > exp + skew:
-        raise TokenError("it expired at %s" % _iso(exp))
+        raise TokenError("it expired at %s: sign in again for a new one" % _iso(exp))
     if now < nbf - skew:
-        raise TokenError("it is not valid before %s" % _iso(nbf))
+        raise TokenError("it is not valid before %s (%d s of clock difference allowed): check the clocks of this "
+                         "machine and of the identity provider" % (_iso(nbf), skew))
     if not isinstance(claims.get("sub"), str) or not claims["sub"]:
         raise TokenError("it names no subject (`sub`)")
     return claims
@@ -14208,6 +14215,8 @@ class SignIn:
                     json.dumps(answer.key), STATIC_PERSON))
         except UnknownKey:
             raise  # not kept: the next try may find the issuer's new key, or reach it
+        except WrongAudience as exc:
+            answer, until = WrongAudience(str(exc) + self._audience_hint()), time.time() + SIGNIN_REMEMBER
         except TokenError as exc:
             answer, until = exc, time.time() + SIGNIN_REMEMBER
         self.answers[key] = (until, answer)
@@ -14216,6 +14225,14 @@ class SignIn:
         if isinstance(answer, TokenError):
             raise answer
         return answer
+
+    def _audience_hint(self):
+        """What a wrong audience adds when the config names none: the server then takes its own address, which is not
+        the URL clients use behind a proxy or load balancer."""
+        if self.plan.get("audience"):
+            return ""
+        return ("; signIn names no `audience`, so this server takes its own address (%s): behind a proxy or load "
+                "balancer, set signIn.audience to the URL clients use" % self.audience)
 
     async def _claims(self, token, audiences):
         try:
@@ -14341,7 +14358,8 @@ class SignIn:
                              "token for another service; the provider must give it this server's URL (%s)"
                              % audiences[-1])
         if not any(isinstance(a, str) and a.rstrip("/") in audiences for a in _claim_list(given)):
-            raise TokenError("it is not for this server (issuer %s, audience %s)" % (claims.get("iss"), given))
+            raise WrongAudience("it is not for this server (issuer %s, audience %s): ask the identity provider for a "
+                                "token for %s (the RFC 8707 `resource`)" % (claims.get("iss"), given, audiences[-1]))
         subject = claims.get("sub", claims.get("client_id"))  # a client-credentials token: its client is the subject
         if "exp" in claims and (type(claims["exp"]) not in (int, float) or not abs(claims["exp"]) < 1e11):
             raise TokenError("the introspection endpoint gave it no numeric `exp`")
@@ -14873,8 +14891,11 @@ class SignInGate:
             ', scope="%s"' % " ".join(self.sign_in.scopes) if self.sign_in.scopes else "")
         token = _bearer(headers)
         if not token:
-            raise HttpError(401, "sign in first: send `Authorization: Bearer <access token>` (where to get one: %s)"
-                            % self.sign_in.metadata_url(name), headers=[("WWW-Authenticate", challenge)])
+            probe = "" if path.startswith(HTTP_PATH) else (
+                "; a load balancer's health check or a scraper that holds no token: list %s in the config's "
+                "openEndpoints" % path)
+            raise HttpError(401, "sign in first: send `Authorization: Bearer <access token>` (where to get one: %s)%s"
+                            % (self.sign_in.metadata_url(name), probe), headers=[("WWW-Authenticate", challenge)])
         try:
             person = await self.sign_in.person(token, name)
         except TokenError as exc:
@@ -14883,8 +14904,11 @@ class SignInGate:
                 "WWW-Authenticate", '%s, error="invalid_token", error_description="%s"' % (challenge, why))])
         missing = [scope for scope in self.sign_in.scopes if scope not in person.scopes]
         if missing or not admits(people, person):
-            why = _header_text("the token lacks the scope %s" % " ".join(missing) if missing else "%s is not among the "
-                               "people of namespace %s" % (person.subject, shown))
+            why = _header_text("the token lacks the scope%s %s: ask the identity provider for a token with scope=\"%s\""
+                               " (this gateway's signIn.scopes)" % ("s" if len(missing) > 1 else "", ", ".join(missing),
+                                                                    " ".join(self.sign_in.scopes))
+                               if missing else "%s is not among the people of namespace %s (its `people` in the "
+                               "gateway's config: ask its admin)" % (person.subject, shown))
             raise HttpError(403, "not allowed: %s" % why, headers=[("WWW-Authenticate", '%s, error="insufficient_scope", '
                             'error_description="%s"' % (challenge, why))])
         return person

@@ -16618,6 +16618,38 @@ class SignInTests(AggregatorCase):
         self.assertEqual([(line["tool"], line["person"]) for line in lines if line.get("tool") == "stamp"],
                          [("stamp", "bob"), ("stamp", "bob"), ("stamp", "carol")])
 
+    def test_refusals_say_how_to_fix_them(self):
+        # Each refusal a newcomer meets says what to do: a token for another URL names the URL to ask for (and, when
+        # signIn names no audience, that one is needed behind a balancer), an expired one says to sign in again, one
+        # without signIn.scopes names the scopes to ask for, a balancer's tokenless /health check names openEndpoints.
+        now = int(time.time())
+        rs = _jwk_ints(self.keys["rs"], "n", "e", "d")
+        with self.serve(scopes=["tools", "admin"]) as http:
+            root = "http://127.0.0.1:%d/mcp" % http.port
+            front = "http://127.0.0.1:1/mcp"  # the balancer's URL, which the token was asked for
+            status, challenge = self.tools(http, "/mcp/sales", self.token("alice", front))
+            self.assertEqual(status, 401)
+            self.assertIn("ask the identity provider for a token for %s/sales (the RFC 8707 `resource`)" % root,
+                          challenge)
+            self.assertIn("signIn names no `audience`, so this server takes its own address (%s): behind a proxy or "
+                          "load balancer, set signIn.audience to the URL clients use" % root, challenge)
+            expired = _jwt({"alg": "RS256", "typ": "at+jwt", "kid": "rs-1"},
+                           {"iss": self.issuer, "aud": root, "sub": "alice", "exp": now - 3600, "scope": "tools admin"},
+                           lambda data: _rs256_sign(rs, data))
+            status, challenge = self.tools(http, "/mcp", expired)
+            self.assertEqual(status, 401)
+            self.assertIn(": sign in again for a new one", challenge)
+            status, challenge = self.tools(http, "/mcp", self.token("alice", root, "tools"))
+            self.assertEqual(status, 403)
+            self.assertIn("the token lacks the scope admin: ask the identity provider for a token with "
+                          "scope='tools admin' (this gateway's signIn.scopes)", challenge)
+            status, challenge = self.tools(http, "/mcp", self.token("alice", root))
+            self.assertIn("the token lacks the scopes tools, admin", challenge)
+            reply = http_exchange(http.port, b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+            self.assertTrue(reply.startswith(b"HTTP/1.1 401"), reply)
+            self.assertIn(b"a load balancer's health check or a scraper that holds no token: list /health in the "
+                          b"config's openEndpoints", reply)
+
     def test_a_token_without_the_required_scope_gets_403(self):
         # signIn.scopes: the metadata lists them, the 401 names them, a token without them gets 403
         # insufficient_scope, and one granted them (scope=tools in the grant) is let in.
