@@ -12446,6 +12446,13 @@ class IsolatedInstances:
         self.cache_dir, self.config_path, self.start_tool = cache_dir, config_path, start_tool
         self.isolated = collections.OrderedDict()  # (server id, "person"|"session", who) -> [Upstream, used, calls, session]
 
+    def running(self):
+        """Server id -> how many of its callers' own processes run now (/health, /metrics)."""
+        counts = collections.Counter()
+        for (server_id, _, _), (upstream, *_) in self.isolated.items():
+            counts[server_id] += upstream.state == "running"
+        return counts
+
     async def instance(self, upstream: Upstream, ctx) -> Upstream:
         """Where a call of `ctx` to `upstream` goes: the shared process, or for an isolated server the caller's
         own (`user`: the signed-in person's, started with their secrets; `session`: the client session's, the
@@ -14739,13 +14746,19 @@ def operations_report(path, server, sessions, leaving=None):
     instance is leaving: `leaving` says so) or GET /metrics (the Prometheus text format)."""
     states = {key: upstream.state for source in server.catalog.sources
               for key, upstream in source.upstreams.items()}
+    own = {}  # an isolated server's state is its shared process's (its lists); its callers' own ones are counted
+    for source in server.catalog.sources:
+        if isinstance(source, Aggregator):
+            running = source.instances.running()
+            own.update((key, running[up.spec.id]) for key, up in source.upstreams.items() if up.spec.isolation != "shared")
     refusal = server.catalog.refusal or (McpError(INTERNAL_ERROR, leaving) if leaving else None)
-    status, kind, data = (503 if refusal else 200), "application/json", json.dumps({
-        "status": refusal.message if refusal else "ok", "servers": states}).encode()
+    status, kind, data = (503 if refusal else 200), "application/json", json.dumps(dict({
+        "status": refusal.message if refusal else "ok", "servers": states}, **({"isolated": own} if own else {}))).encode()
     if path == "/metrics":
-        status, kind, data = 200, "text/plain; version=0.0.4", server.guard.metrics.prometheus({
+        status, kind, data = 200, "text/plain; version=0.0.4", server.guard.metrics.prometheus(dict({
             "server_up": [({"server": key}, int(state == "running")) for key, state in states.items()],
-            "sessions": [({}, sessions)], "tasks": [({}, len(server.tasks.tasks))]}).encode()
+            "sessions": [({}, sessions)], "tasks": [({}, len(server.tasks.tasks))]},
+            **({"isolated_processes": [({"server": key}, count) for key, count in own.items()]} if own else {}))).encode()
     return b"HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %d\r\n\r\n%s" % (
         status, _STATUS[status].encode(), kind.encode(), len(data), data)
 

@@ -14706,6 +14706,24 @@ class IsolationTests(AggregatorCase):
                              env=self.env)
         self.assertRegex(out.stdout, r"\nkeeper +3 \(cached ", out.stdout + out.stderr)
 
+    def test_health_and_metrics_count_each_persons_own_processes(self):
+        # An isolated server's state in /health is its shared process's (the lists); the processes of each person
+        # are counted beside it ("isolated", the gauge mcpstudio_isolated_processes), so a monitor sees them run.
+        for name in ("alice", "bob"):
+            self.secrets("set", "TOKEN", "--person", "static:" + name, value=name + "-secret")
+
+        def report(http, path):
+            reply = http_exchange(http.port, ("GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer %s\r\n"
+                                              "Connection: close\r\n\r\n" % (path, self.TOKENS["alice"])).encode())
+            self.assertTrue(reply.startswith(b"HTTP/1.1 200"), reply)
+            return reply.partition(b"\r\n\r\n")[2].decode()
+        with HttpServerProcess("serve", "--config", self.config("user"), "--no-manager-tools", env=self.env) as http:
+            self.assertEqual(json.loads(report(http, "/health"))["isolated"], {"keeper": 0})
+            for name in ("alice", "bob", "alice"):
+                self.assertEqual(self.call(http, name, "keeper__env", {"name": "FAKE_WHO"}), name + "-secret")
+            self.assertEqual(json.loads(report(http, "/health"))["isolated"], {"keeper": 2})
+            self.assertIn('\nmcpstudio_isolated_processes{server="keeper"} 2\n', report(http, "/metrics"))
+
     def test_a_persons_secrets_fill_headers_and_args_too(self):
         # ${person.NAME} in a URL server's headers and in a command's args is the person's own secret as well: crm
         # gets alice's and bob's own Authorization (the listing none of theirs), the command runs with their own
