@@ -6974,6 +6974,10 @@ class RunningStats:
         self.head = {"pid": os.getpid(), "started": _iso(time.time()), "transport": transport,
                      "config": config and os.path.realpath(config)}
 
+    def serving(self, transport):
+        """What `status` shows of how it serves, once that is known (`http HOST:PORT, instance NAME`)."""
+        self.head["transport"] = transport
+
     def changed(self):
         """A call was counted: write a second later (once for every call of that second)."""
         if not self.timer:
@@ -15486,6 +15490,9 @@ async def serve_http(server, runner: ProcessRunner, log: Log, host, port, token,
                                                                 if plan["people"] else [])), http.sign_in.audience)
              if plan else " (bearer token required)" if token else " with no token: any process or user on this machine "
              "may call every tool (set $MCPSTUDIO_HTTP_TOKEN to require one)")
+    if server.guard.stats:  # status tells the instances of one config apart
+        server.guard.stats.serving("http %s:%d%s" % (shown, http.port, ", instance " + http.instance.name
+                                                     if http.instance.named else ""))
     stopping, leaving = loop.create_future(), []
 
     def stop(reason):

@@ -9478,12 +9478,14 @@ class RunningStatsTests(AggregatorCase):
         self.assertNotIn("running:", self.status(path))
 
     def test_http_serve_and_a_dead_process(self):
+        # An --http serve shows its address and instance name (the instances behind a balancer serve one config).
         path = self.config()
-        with HttpServerProcess("serve", "--config", path, env=self.env) as server:
+        with HttpServerProcess("--http-instance", "east-1", "serve", "--config", path, env=self.env) as server:
             status, _, body = server.modern("tools/call", {"name": "fail", "arguments": {"word": "h"}})
             self.assertEqual(status, 200, body)
             self.published(server.proc.pid, 1)
-            self.assertRegex(self.status(path), r"running: serve pid %d \(http\)[^\n]*\n.*\n  fail +1 +1 " % server.proc.pid)
+            self.assertRegex(self.status(path), r"running: serve pid %d \(http 127\.0\.0\.1:%d, instance east-1\)[^\n]*\n"
+                                                r".*\n  fail +1 +1 " % (server.proc.pid, server.port))
             self.assertTrue(mcpstudio._process_alive(server.proc.pid))
             server.proc.kill()  # no exit handler runs: its file stays, with a pid that is gone
             server.proc.wait(WAIT)
