@@ -272,6 +272,11 @@ class UnknownKey(TokenError):
     the identity provider could not be asked about now: not remembered, the next try may pass."""
 
 
+class ProviderUnreachable(UnknownKey):
+    """The identity provider could not be asked about a token now (its keys, its introspection endpoint): the token
+    may well be good, so the answer is 503, not 401 (which sends a client to sign in again)."""
+
+
 class HttpError(McpStudioError):
     """A request the HTTP server refuses: the status to answer with, and the JSON-RPC error when there is one."""
 
@@ -13917,6 +13922,7 @@ async def serve_stdio(server: Server, runner: ProcessRunner, log: Log, in_fd, ou
 # may list static tokens instead, kept as SHA-256 hashes. Pure parts first (the
 # JWT, the curve, the people rule); SignIn alone does I/O.
 
+SIGNIN_RETRY_AFTER = 5         # seconds a client waits when the identity provider could not be asked (503)
 SIGNIN_SKEW = 60               # seconds of clock difference allowed on exp and nbf
 SIGNIN_JWKS_REFRESH = 600      # seconds an issuer's JWKS is used before it is fetched again
 SIGNIN_KID_REFETCH = 30        # a token with an unknown `kid` fetches the JWKS again at most this often
@@ -14259,7 +14265,7 @@ class SignIn:
             await self._fetch_keys()
         for _ in range(2):
             if not self.keys:
-                raise UnknownKey("the issuer's keys (its JWKS) could not be fetched: see the server's log")
+                raise ProviderUnreachable("the issuer's keys (its JWKS) could not be fetched")
             try:
                 return jwt_claims(token, self.keys, self.issuer, audiences, time.time())
             except UnknownKey:
@@ -14358,7 +14364,7 @@ class SignIn:
             status, claims = exc, None
         if status != 200 or not claims:
             self.log.error("signIn: introspection at %s answered %s", url, status)
-            raise UnknownKey("the introspection endpoint could not check it now")
+            raise ProviderUnreachable("the introspection endpoint could not check it now")
         if claims.get("active") is not True:
             raise TokenError("the identity provider says it is not active")
         given = claims.get("aud")
@@ -14915,6 +14921,10 @@ class SignInGate:
                             % (self.sign_in.metadata_url(name), probe), headers=[("WWW-Authenticate", challenge)])
         try:
             person = await self.sign_in.person(token, name)
+        except ProviderUnreachable as exc:  # the gateway's trouble, not the token's: no new sign-in would help
+            raise HttpError(503, "the gateway cannot check access tokens now (%s at %s): try again in a moment; if it "
+                            "lasts, tell the gateway's admin (its log says why)" % (exc, self.sign_in.issuer),
+                            headers=[("Retry-After", str(SIGNIN_RETRY_AFTER))])
         except TokenError as exc:
             why = _header_text(str(exc))
             raise HttpError(401, "the access token is refused: %s" % why, headers=[(

@@ -15889,16 +15889,21 @@ class TeamGatewayTests(ScratchDir):
 
     def test_an_unreachable_identity_provider_refuses_without_failing(self):
         # An opaque token whose introspection endpoint does not answer, and a JWT whose issuer's keys cannot be
-        # fetched, get 401 saying so (the server goes on serving the listed people).
+        # fetched, get 503 with Retry-After saying so: the token may be good, and a 401 invalid_token would send the
+        # client to sign in again for nothing (the server goes on serving the listed people).
         dead = "http://127.0.0.1:%d" % dead_port(self)
         with HttpServerProcess("serve", "--config", self.config(signIn={
                 "issuer": dead, "introspection": dead + "/introspect", "clientId": "gw", "clientSecret": "s"})) as http:
             jwt = _jwt({"alg": "RS256", "kid": "k"}, {"sub": "x"}, lambda data: b"\0" * 256)
             for token, why in (("opaque-token", "could not check it now"), (jwt, "could not be fetched")):
-                status, headers, _ = http.post({"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
-                                               headers={"Authorization": "Bearer " + token})
-                self.assertEqual(status, 401)
-                self.assertIn(why, headers["www-authenticate"])
+                status, headers, text = http.post({"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                                                  headers={"Authorization": "Bearer " + token})
+                self.assertEqual((status, headers.get("retry-after")), (503, "5"), text)
+                self.assertNotIn("www-authenticate", headers)
+                message = json.loads(text)["error"]["message"]
+                self.assertIn("the gateway cannot check access tokens now (", message)
+                self.assertIn("%s at %s): try again in a moment; if it lasts, tell the gateway's admin" % (why, dead),
+                              message)
             status, _, text = http.modern("tools/list", headers=self.auth("alice"))
             self.assertEqual(status, 200, text)
 
