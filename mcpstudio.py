@@ -12484,9 +12484,11 @@ class IsolatedInstances:
         secrets = PersonSecrets().of(person) if person is not None else {}
         missing = [name for name in configured.person_names() if not secrets.get(name)]
         if missing:
-            raise ToolError("server `%s` needs your own secret %s, which is not set; set it with `mcpstudio secrets "
-                            "set %s --person %s` (the value on stdin), then call again"
-                            % (spec.id, missing[0], missing[0], person or "NAME"))
+            raise ToolError("server `%s` needs your own secret%s %s, which %s not set; set %s with `mcpstudio secrets "
+                            "set %s --person %s` (the value on stdin; on the gateway's machine, by its admin), then call "
+                            "again" % (spec.id, "s" if len(missing) > 1 else "", ", ".join(missing),
+                                       "are" if len(missing) > 1 else "is", "each" if len(missing) > 1 else "it",
+                                       missing[0] if len(missing) == 1 else "NAME", person or "NAME"))
         mine = [k for k in self.isolated if k[0] == spec.id]
         if len(mine) >= spec.max_instances:
             idle = next((k for k in mine if not self.isolated[k][2]), None)

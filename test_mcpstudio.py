@@ -14708,6 +14708,16 @@ class IsolationTests(AggregatorCase):
                              env=self.env)
         self.assertRegex(out.stdout, r"\nkeeper +3 \(cached ", out.stdout + out.stderr)
 
+    def test_a_person_without_their_secrets_is_told_each_one(self):
+        # A server that needs two of a person's secrets names both (not one, then the other at the next call), and
+        # says who sets them: the person calling cannot, the gateway's admin does.
+        path = self.config("user", env={"FAKE_WHO": "${person.TOKEN}", "FAKE_TOO": "${person.OTHER}"})
+        with HttpServerProcess("serve", "--config", path, "--no-manager-tools", env=self.env) as http:
+            self.assertIn("server `keeper` needs your own secrets OTHER, TOKEN, which are not set; set each with "
+                          "`mcpstudio secrets set NAME --person static:carol` (the value on stdin; on the gateway's "
+                          "machine, by its admin), then call again",
+                          self.call(http, "carol", "keeper__env", {"name": "FAKE_WHO"}))
+
     def test_health_and_metrics_count_each_persons_own_processes(self):
         # An isolated server's state in /health is its shared process's (the lists); the processes of each person
         # are counted beside it ("isolated", the gauge mcpstudio_isolated_processes), so a monitor sees them run.
