@@ -263,9 +263,18 @@ class TokenError(McpStudioError):
     """An access token a signed-in `serve --http` refuses: why (the 401's error_description), never the token."""
 
 
+class WrongAudience(TokenError):
+    """An access token issued for another URL than this server's (its `aud`, RFC 8707)."""
+
+
 class UnknownKey(TokenError):
     """A JWT whose `kid` the issuer's JWKS does not hold (yet: the issuer may have rotated its keys), or a token
     the identity provider could not be asked about now: not remembered, the next try may pass."""
+
+
+class ProviderUnreachable(UnknownKey):
+    """The identity provider could not be asked about a token now (its keys, its introspection endpoint): the token
+    may well be good, so the answer is 503, not 401 (which sends a client to sign in again)."""
 
 
 class HttpError(McpStudioError):
@@ -6985,6 +6994,10 @@ class RunningStats:
         self.head = {"pid": os.getpid(), "started": _iso(time.time()), "transport": transport,
                      "config": config and os.path.realpath(config)}
 
+    def serving(self, transport):
+        """What `status` shows of how it serves, once that is known (`http HOST:PORT, instance NAME`)."""
+        self.head["transport"] = transport
+
     def changed(self):
         """A call was counted: write a second later (once for every call of that second)."""
         if not self.timer:
@@ -12465,6 +12478,13 @@ class IsolatedInstances:
         self.cache_dir, self.config_path, self.start_tool = cache_dir, config_path, start_tool
         self.isolated = collections.OrderedDict()  # (server id, "person"|"session", who) -> [Upstream, used, calls, session]
 
+    def running(self):
+        """Server id -> how many of its callers' own processes run now (/health, /metrics)."""
+        counts = collections.Counter()
+        for (server_id, _, _), (upstream, *_) in self.isolated.items():
+            counts[server_id] += upstream.state == "running"
+        return counts
+
     async def instance(self, upstream: Upstream, ctx) -> Upstream:
         """Where a call of `ctx` to `upstream` goes: the shared process, or for an isolated server the caller's
         own (`user`: the signed-in person's, started with their secrets; `session`: the client session's, the
@@ -12487,9 +12507,11 @@ class IsolatedInstances:
         secrets = PersonSecrets().of(person) if person is not None else {}
         missing = [name for name in configured.person_names() if not secrets.get(name)]
         if missing:
-            raise ToolError("server `%s` needs your own secret %s, which is not set; set it with `mcpstudio secrets "
-                            "set %s --person %s` (the value on stdin), then call again"
-                            % (spec.id, missing[0], missing[0], person or "NAME"))
+            raise ToolError("server `%s` needs your own secret%s %s, which %s not set; set %s with `mcpstudio secrets "
+                            "set %s --person %s` (the value on stdin; on the gateway's machine, by its admin), then call "
+                            "again" % (spec.id, "s" if len(missing) > 1 else "", ", ".join(missing),
+                                       "are" if len(missing) > 1 else "is", "each" if len(missing) > 1 else "it",
+                                       missing[0] if len(missing) == 1 else "NAME", person or "NAME"))
         mine = [k for k in self.isolated if k[0] == spec.id]
         if len(mine) >= spec.max_instances:
             idle = next((k for k in mine if not self.isolated[k][2]), None)
@@ -13962,6 +13984,7 @@ async def serve_stdio(server: Server, runner: ProcessRunner, log: Log, in_fd, ou
 # may list static tokens instead, kept as SHA-256 hashes. Pure parts first (the
 # JWT, the curve, the people rule); SignIn alone does I/O.
 
+SIGNIN_RETRY_AFTER = 5         # seconds a client waits when the identity provider could not be asked (503)
 SIGNIN_SKEW = 60               # seconds of clock difference allowed on exp and nbf
 SIGNIN_JWKS_REFRESH = 600      # seconds an issuer's JWKS is used before it is fetched again
 SIGNIN_KID_REFETCH = 30        # a token with an unknown `kid` fetches the JWKS again at most this often
@@ -14140,14 +14163,17 @@ def jwt_claims(token, keys, issuer, audiences, now, skew=SIGNIN_SKEW):
         raise TokenError("issued by %s, not %s" % (json.dumps(claims.get("iss")), issuer))
     if not any(isinstance(a, str) and a.rstrip("/") in [b.rstrip("/") for b in audiences]
                for a in _claim_list(claims.get("aud"))):
-        raise TokenError("its audience %s is not this server (%s)" % (json.dumps(claims.get("aud")), audiences[-1]))
+        raise WrongAudience("its audience %s is not this server (%s): ask the identity provider for a token for %s "
+                            "(the RFC 8707 `resource`)" % (json.dumps(claims.get("aud")), " or ".join(audiences[::-1]),
+                                                           audiences[-1]))
     exp, nbf = claims.get("exp"), claims.get("nbf", 0)
     if type(exp) not in (int, float) or type(nbf) not in (int, float) or not abs(exp) < 1e11 > abs(nbf):
         raise TokenError("it has no numeric `exp`")  # (nor NaN, nor one past the year 5000)
     if now > exp + skew:
-        raise TokenError("it expired at %s" % _iso(exp))
+        raise TokenError("it expired at %s: sign in again for a new one" % _iso(exp))
     if now < nbf - skew:
-        raise TokenError("it is not valid before %s" % _iso(nbf))
+        raise TokenError("it is not valid before %s (%d s of clock difference allowed): check the clocks of this "
+                         "machine and of the identity provider" % (_iso(nbf), skew))
     if not isinstance(claims.get("sub"), str) or not claims["sub"]:
         raise TokenError("it names no subject (`sub`)")
     return claims
@@ -14275,6 +14301,8 @@ class SignIn:
                                                                       CLIENT_PERSON))
         except UnknownKey:
             raise  # not kept: the next try may find the issuer's new key, or reach it
+        except WrongAudience as exc:
+            answer, until = WrongAudience(str(exc) + self._audience_hint()), time.time() + SIGNIN_REMEMBER
         except TokenError as exc:
             answer, until = exc, time.time() + SIGNIN_REMEMBER
         self.answers[key] = (until, answer)
@@ -14283,6 +14311,14 @@ class SignIn:
         if isinstance(answer, TokenError):
             raise answer
         return answer
+
+    def _audience_hint(self):
+        """What a wrong audience adds when the config names none: the server then takes its own address, which is not
+        the URL clients use behind a proxy or load balancer."""
+        if self.plan.get("audience"):
+            return ""
+        return ("; signIn names no `audience`, so this server takes its own address (%s): behind a proxy or load "
+                "balancer, set signIn.audience to the URL clients use" % self.audience)
 
     async def _claims(self, token, audiences):
         try:
@@ -14298,7 +14334,7 @@ class SignIn:
             await self._fetch_keys()
         for _ in range(2):
             if not self.keys:
-                raise UnknownKey("the issuer's keys (its JWKS) could not be fetched: see the server's log")
+                raise ProviderUnreachable("the issuer's keys (its JWKS) could not be fetched")
             try:
                 return jwt_claims(token, self.keys, self.issuer, audiences, time.time())
             except UnknownKey:
@@ -14397,7 +14433,7 @@ class SignIn:
             status, claims = exc, None
         if status != 200 or not claims:
             self.log.error("signIn: introspection at %s answered %s", url, status)
-            raise UnknownKey("the introspection endpoint could not check it now")
+            raise ProviderUnreachable("the introspection endpoint could not check it now")
         if claims.get("active") is not True:
             raise TokenError("the identity provider says it is not active")
         given = claims.get("aud")
@@ -14408,7 +14444,8 @@ class SignIn:
                              "token for another service; the provider must give it this server's URL (%s)"
                              % audiences[-1])
         if not any(isinstance(a, str) and a.rstrip("/") in audiences for a in _claim_list(given)):
-            raise TokenError("it is not for this server (issuer %s, audience %s)" % (claims.get("iss"), given))
+            raise WrongAudience("it is not for this server (issuer %s, audience %s): ask the identity provider for a "
+                                "token for %s (the RFC 8707 `resource`)" % (claims.get("iss"), given, audiences[-1]))
         subject = claims.get("sub", claims.get("client_id"))  # a client-credentials token: its client (from_claims)
         if "exp" in claims and (type(claims["exp"]) not in (int, float) or not abs(claims["exp"]) < 1e11):
             raise TokenError("the introspection endpoint gave it no numeric `exp`")
@@ -14885,13 +14922,19 @@ def operations_report(path, server, sessions, leaving=None):
     instance is leaving: `leaving` says so) or GET /metrics (the Prometheus text format)."""
     states = {key: upstream.state for source in server.catalog.sources
               for key, upstream in source.upstreams.items()}
+    own = {}  # an isolated server's state is its shared process's (its lists); its callers' own ones are counted
+    for source in server.catalog.sources:
+        if isinstance(source, Aggregator):
+            running = source.instances.running()
+            own.update((key, running[up.spec.id]) for key, up in source.upstreams.items() if up.spec.isolation != "shared")
     refusal = server.catalog.refusal or (McpError(INTERNAL_ERROR, leaving) if leaving else None)
-    status, kind, data = (503 if refusal else 200), "application/json", json.dumps({
-        "status": refusal.message if refusal else "ok", "servers": states}).encode()
+    status, kind, data = (503 if refusal else 200), "application/json", json.dumps(dict({
+        "status": refusal.message if refusal else "ok", "servers": states}, **({"isolated": own} if own else {}))).encode()
     if path == "/metrics":
-        status, kind, data = 200, "text/plain; version=0.0.4", server.guard.metrics.prometheus({
+        status, kind, data = 200, "text/plain; version=0.0.4", server.guard.metrics.prometheus(dict({
             "server_up": [({"server": key}, int(state == "running")) for key, state in states.items()],
-            "sessions": [({}, sessions)], "tasks": [({}, len(server.tasks.tasks))]}).encode()
+            "sessions": [({}, sessions)], "tasks": [({}, len(server.tasks.tasks))]},
+            **({"isolated_processes": [({"server": key}, count) for key, count in own.items()]} if own else {}))).encode()
     return b"HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %d\r\n\r\n%s" % (
         status, _STATUS[status].encode(), kind.encode(), len(data), data)
 
@@ -15038,18 +15081,28 @@ class SignInGate:
             ', scope="%s"' % " ".join(self.sign_in.scopes) if self.sign_in.scopes else "")
         token = _bearer(headers)
         if not token:
-            raise HttpError(401, "sign in first: send `Authorization: Bearer <access token>` (where to get one: %s)"
-                            % self.sign_in.metadata_url(name), headers=[("WWW-Authenticate", challenge)])
+            probe = "" if path.startswith(HTTP_PATH) else (
+                "; a load balancer's health check or a scraper that holds no token: list %s in the config's "
+                "openEndpoints" % path)
+            raise HttpError(401, "sign in first: send `Authorization: Bearer <access token>` (where to get one: %s)%s"
+                            % (self.sign_in.metadata_url(name), probe), headers=[("WWW-Authenticate", challenge)])
         try:
             person = await self.sign_in.person(token, name)
+        except ProviderUnreachable as exc:  # the gateway's trouble, not the token's: no new sign-in would help
+            raise HttpError(503, "the gateway cannot check access tokens now (%s at %s): try again in a moment; if it "
+                            "lasts, tell the gateway's admin (its log says why)" % (exc, self.sign_in.issuer),
+                            headers=[("Retry-After", str(SIGNIN_RETRY_AFTER))])
         except TokenError as exc:
             why = _header_text(str(exc))
             raise HttpError(401, "the access token is refused: %s" % why, headers=[(
                 "WWW-Authenticate", '%s, error="invalid_token", error_description="%s"' % (challenge, why))])
         missing = [scope for scope in self.sign_in.scopes if scope not in person.scopes]
         if missing or not admits(people, person):
-            why = _header_text("the token lacks the scope %s" % " ".join(missing) if missing else "%s is not among the "
-                               "people of namespace %s" % (person.subject, shown))
+            why = _header_text("the token lacks the scope%s %s: ask the identity provider for a token with scope=\"%s\""
+                               " (this gateway's signIn.scopes)" % ("s" if len(missing) > 1 else "", ", ".join(missing),
+                                                                    " ".join(self.sign_in.scopes))
+                               if missing else "%s is not among the people of namespace %s (its `people` in the "
+                               "gateway's config: ask its admin)" % (person.subject, shown))
             raise HttpError(403, "not allowed: %s" % why, headers=[("WWW-Authenticate", '%s, error="insufficient_scope", '
                             'error_description="%s"' % (challenge, why))])
         return person
@@ -15550,6 +15603,9 @@ async def serve_http(server, runner: ProcessRunner, log: Log, host, port, token,
                                                                 if plan["people"] else [])), http.sign_in.audience)
              if plan else " (bearer token required)" if token else " with no token: any process or user on this machine "
              "may call every tool (set $MCPSTUDIO_HTTP_TOKEN to require one)")
+    if server.guard.stats:  # status tells the instances of one config apart
+        server.guard.stats.serving("http %s:%d%s" % (shown, http.port, ", instance " + http.instance.name
+                                                     if http.instance.named else ""))
     stopping, leaving = loop.create_future(), []
 
     def stop(reason):

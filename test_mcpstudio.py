@@ -9538,12 +9538,14 @@ class RunningStatsTests(AggregatorCase):
         self.assertNotIn("running:", self.status(path))
 
     def test_http_serve_and_a_dead_process(self):
+        # An --http serve shows its address and instance name (the instances behind a balancer serve one config).
         path = self.config()
-        with HttpServerProcess("serve", "--config", path, env=self.env) as server:
+        with HttpServerProcess("--http-instance", "east-1", "serve", "--config", path, env=self.env) as server:
             status, _, body = server.modern("tools/call", {"name": "fail", "arguments": {"word": "h"}})
             self.assertEqual(status, 200, body)
             self.published(server.proc.pid, 1)
-            self.assertRegex(self.status(path), r"running: serve pid %d \(http\)[^\n]*\n.*\n  fail +1 +1 " % server.proc.pid)
+            self.assertRegex(self.status(path), r"running: serve pid %d \(http 127\.0\.0\.1:%d, instance east-1\)[^\n]*\n"
+                                                r".*\n  fail +1 +1 " % (server.proc.pid, server.port))
             self.assertTrue(mcpstudio._process_alive(server.proc.pid))
             server.proc.kill()  # no exit handler runs: its file stays, with a pid that is gone
             server.proc.wait(WAIT)
@@ -14811,6 +14813,34 @@ class IsolationTests(AggregatorCase):
                              env=self.env)
         self.assertRegex(out.stdout, r"\nkeeper +3 \(cached ", out.stdout + out.stderr)
 
+    def test_a_person_without_their_secrets_is_told_each_one(self):
+        # A server that needs two of a person's secrets names both (not one, then the other at the next call), and
+        # says who sets them: the person calling cannot, the gateway's admin does.
+        path = self.config("user", env={"FAKE_WHO": "${person.TOKEN}", "FAKE_TOO": "${person.OTHER}"})
+        with HttpServerProcess("serve", "--config", path, "--no-manager-tools", env=self.env) as http:
+            self.assertIn("server `keeper` needs your own secrets OTHER, TOKEN, which are not set; set each with "
+                          "`mcpstudio secrets set NAME --person static:carol` (the value on stdin; on the gateway's "
+                          "machine, by its admin), then call again",
+                          self.call(http, "carol", "keeper__env", {"name": "FAKE_WHO"}))
+
+    def test_health_and_metrics_count_each_persons_own_processes(self):
+        # An isolated server's state in /health is its shared process's (the lists); the processes of each person
+        # are counted beside it ("isolated", the gauge mcpstudio_isolated_processes), so a monitor sees them run.
+        for name in ("alice", "bob"):
+            self.secrets("set", "TOKEN", "--person", "static:" + name, value=name + "-secret")
+
+        def report(http, path):
+            reply = http_exchange(http.port, ("GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer %s\r\n"
+                                              "Connection: close\r\n\r\n" % (path, self.TOKENS["alice"])).encode())
+            self.assertTrue(reply.startswith(b"HTTP/1.1 200"), reply)
+            return reply.partition(b"\r\n\r\n")[2].decode()
+        with HttpServerProcess("serve", "--config", self.config("user"), "--no-manager-tools", env=self.env) as http:
+            self.assertEqual(json.loads(report(http, "/health"))["isolated"], {"keeper": 0})
+            for name in ("alice", "bob", "alice"):
+                self.assertEqual(self.call(http, name, "keeper__env", {"name": "FAKE_WHO"}), name + "-secret")
+            self.assertEqual(json.loads(report(http, "/health"))["isolated"], {"keeper": 2})
+            self.assertIn('\nmcpstudio_isolated_processes{server="keeper"} 2\n', report(http, "/metrics"))
+
     def test_a_persons_secrets_fill_headers_and_args_too(self):
         # ${person.NAME} in a URL server's headers and in a command's args is the person's own secret as well: crm
         # gets alice's and bob's own Authorization (the listing none of theirs), the command runs with their own
@@ -15974,16 +16004,21 @@ class TeamGatewayTests(ScratchDir):
 
     def test_an_unreachable_identity_provider_refuses_without_failing(self):
         # An opaque token whose introspection endpoint does not answer, and a JWT whose issuer's keys cannot be
-        # fetched, get 401 saying so (the server goes on serving the listed people).
+        # fetched, get 503 with Retry-After saying so: the token may be good, and a 401 invalid_token would send the
+        # client to sign in again for nothing (the server goes on serving the listed people).
         dead = "http://127.0.0.1:%d" % dead_port(self)
         with HttpServerProcess("serve", "--config", self.config(signIn={
                 "issuer": dead, "introspection": dead + "/introspect", "clientId": "gw", "clientSecret": "s"})) as http:
             jwt = _jwt({"alg": "RS256", "kid": "k"}, {"sub": "x"}, lambda data: b"\0" * 256)
             for token, why in (("opaque-token", "could not check it now"), (jwt, "could not be fetched")):
-                status, headers, _ = http.post({"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
-                                               headers={"Authorization": "Bearer " + token})
-                self.assertEqual(status, 401)
-                self.assertIn(why, headers["www-authenticate"])
+                status, headers, text = http.post({"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                                                  headers={"Authorization": "Bearer " + token})
+                self.assertEqual((status, headers.get("retry-after")), (503, "5"), text)
+                self.assertNotIn("www-authenticate", headers)
+                message = json.loads(text)["error"]["message"]
+                self.assertIn("the gateway cannot check access tokens now (", message)
+                self.assertIn("%s at %s): try again in a moment; if it lasts, tell the gateway's admin" % (why, dead),
+                              message)
             status, _, text = http.modern("tools/list", headers=self.auth("alice"))
             self.assertEqual(status, 200, text)
 
@@ -16778,6 +16813,38 @@ class SignInTests(AggregatorCase):
             lines = [json.loads(line) for line in f]
         self.assertEqual([(line["tool"], line["person"]) for line in lines if line.get("tool") == "stamp"],
                          [("stamp", "bob"), ("stamp", "bob"), ("stamp", "carol")])
+
+    def test_refusals_say_how_to_fix_them(self):
+        # Each refusal a newcomer meets says what to do: a token for another URL names the URL to ask for (and, when
+        # signIn names no audience, that one is needed behind a balancer), an expired one says to sign in again, one
+        # without signIn.scopes names the scopes to ask for, a balancer's tokenless /health check names openEndpoints.
+        now = int(time.time())
+        rs = _jwk_ints(self.keys["rs"], "n", "e", "d")
+        with self.serve(scopes=["tools", "admin"]) as http:
+            root = "http://127.0.0.1:%d/mcp" % http.port
+            front = "http://127.0.0.1:1/mcp"  # the balancer's URL, which the token was asked for
+            status, challenge = self.tools(http, "/mcp/sales", self.token("alice", front))
+            self.assertEqual(status, 401)
+            self.assertIn("ask the identity provider for a token for %s/sales (the RFC 8707 `resource`)" % root,
+                          challenge)
+            self.assertIn("signIn names no `audience`, so this server takes its own address (%s): behind a proxy or "
+                          "load balancer, set signIn.audience to the URL clients use" % root, challenge)
+            expired = _jwt({"alg": "RS256", "typ": "at+jwt", "kid": "rs-1"},
+                           {"iss": self.issuer, "aud": root, "sub": "alice", "exp": now - 3600, "scope": "tools admin"},
+                           lambda data: _rs256_sign(rs, data))
+            status, challenge = self.tools(http, "/mcp", expired)
+            self.assertEqual(status, 401)
+            self.assertIn(": sign in again for a new one", challenge)
+            status, challenge = self.tools(http, "/mcp", self.token("alice", root, "tools"))
+            self.assertEqual(status, 403)
+            self.assertIn("the token lacks the scope admin: ask the identity provider for a token with "
+                          "scope='tools admin' (this gateway's signIn.scopes)", challenge)
+            status, challenge = self.tools(http, "/mcp", self.token("alice", root))
+            self.assertIn("the token lacks the scopes tools, admin", challenge)
+            reply = http_exchange(http.port, b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+            self.assertTrue(reply.startswith(b"HTTP/1.1 401"), reply)
+            self.assertIn(b"a load balancer's health check or a scraper that holds no token: list /health in the "
+                          b"config's openEndpoints", reply)
 
     def test_a_token_without_the_required_scope_gets_403(self):
         # signIn.scopes: the metadata lists them, the 401 names them, a token without them gets 403
