@@ -3421,13 +3421,16 @@ def _masked_option(match):
         _REFERENCE_ONLY.fullmatch(value) else match.group(0)
 
 
+_MESSAGE_WORDS = frozenset(("the", "expected", "must", "a", "an", "no", "not", "only", "unknown", "cannot"))  # errors say
+
+
 def _masked_header(match):
     name, scheme, value = match.groups()
-    # The last word of a key path (`servers.web.env_http_headers.X-Api-Key: the variable K is not set`, a config
-    # error) is followed by mcpstudio's own words, no value: only a scheme's value (`x.Authorization: Bearer V`) is.
-    in_key_path = match.string[match.start() - 1:match.start()] == "."
+    # The last word of a key path in a config error (`servers.web.env_http_headers.X-Api-Key: the variable K is not
+    # set`) is followed by mcpstudio's own words, no value; any other word there (`client.api_key: sk-1`) is one.
+    own_words = not scheme and match.string[match.start() - 1:match.start()] == "." and value in _MESSAGE_WORDS
     # A variable's name (`GITHUB_TOKEN: ${MY_TOKEN} is not set`) is no secret: shown, as the log shows it.
-    return name + (scheme or "") + "***" if looks_secret(name.rstrip(": \t")) and (scheme or not in_key_path) \
+    return name + (scheme or "") + "***" if looks_secret(name.rstrip(": \t")) and not own_words \
         and not _REFERENCE_ONLY.fullmatch(value) else match.group(0)
 
 
@@ -4547,9 +4550,9 @@ def _reads_as_text(text):
 def _marked_text(data, cut):
     """Output that says its encoding, as text: after a byte-order mark (UTF-8, or UTF-16, as Windows PowerShell,
     `reg` and Notepad's files through `type` write it), the mark dropped, or UTF-16LE without one (`cmd /u`: a
-    NUL after each byte of ASCII text, and a line end, as cmd ends each line: `a\\0b\\0`, NUL-separated items,
-    is none); else None. UTF-16 is text only when it _reads_as_text and, past 16 characters, it has a blank or a
-    line end (bytes that merely start with FF FE are no text), and not when cut by an odd count of bytes."""
+    NUL after each byte of ASCII text); else None. UTF-16 is text only when it _reads_as_text and has a blank or a
+    line end: without a mark always (`a\\0b\\0`, NUL-separated items, is none), with one past 16 characters (bytes
+    that merely start with FF FE are no text); and not when cut by an odd count of bytes."""
     mark, encoding = next(((mark, name) for mark, name in _MARKS if data.startswith(mark)), (b"", "utf-16-le"))
     if not mark and (len(data) < 4 or data[1] or data[1::2].strip(b"\0") or b"\0" in data[0::2]):  # (data[1]: no copy)
         return None
@@ -4561,8 +4564,8 @@ def _marked_text(data, cut):
             text = body[:end].decode(encoding)
         except UnicodeDecodeError:
             continue
-        if encoding == "utf-8" or _reads_as_text(text) and (mark or "\n" in text or "\r" in text) and (
-                len(text) <= 16 or any(character.isspace() for character in text)):
+        if encoding == "utf-8" or _reads_as_text(text) and (
+                any(character.isspace() for character in text) or mark and len(text) <= 16):
             return text  # (binary after FF FE reads as no text: something unprintable, or no blank in it)
         return None
     return None
@@ -10967,9 +10970,13 @@ class ListingCache:
 # it), up to a stack frame (`File "..."`, `at ...`), which is no part of the reason.
 _MESSAGE_START = re.compile(r"\S|\s*(?:\[[^\]]*\]\s*)?(?:DEBUG|INFO|WARN|WARNING|ERROR|CRITICAL|FATAL)\b")
 # An error: logged at an error level, or an exception's line (RuntimeError:, Error:, panic:, error[E0425]:), not one
-# that says there is none (a resolver's `NoError: 0`, `Error: None`)
-_ERROR_LEVEL = re.compile(r"\s*(?:\[[^\]]*\]\s*)?(?:ERROR|CRITICAL|FATAL)\b|(?:(?:[\w.]*\.)?(?!No(?:Error|Exception):)"
-                          r"\w*(?:Error|Exception)|panic|error(?:\[\w+\])?):(?!\s*(?:0|None|null|nil)$)")
+# that says there is none (a resolver's `NoError: 0`; a bare `Error: None`, `LastError: 0`; a `KeyError: 0` is one)
+_ERROR_LEVEL = re.compile(r"""\s*(?:\[[^\]]*\]\s*)?(?:ERROR|CRITICAL|FATAL)\b
+                              | (?:[\w.]*\.)?(?!No(?:Error|Exception):)
+                                (?: (?:Last)?[Ee]rror:(?!\s*(?:0|None|null|nil)$)
+                                  | (?!(?:Last)?[Ee]rror:)\w*(?:Error|Exception):
+                                  | panic:
+                                  | error\[\w+\]: )""", re.VERBOSE)
 # A message that is never the reason while another is there: what a server writes as it dies of the closed pipes
 # of its shutdown (Python's `Exception ignored in: <stdout>` and `BrokenPipeError: [Errno 32] Broken pipe`, Node's
 # `Error: write EPIPE`), an effect; and a traceback's first line, which says nothing of why
@@ -12688,16 +12695,16 @@ class UrlUpstreams:
 
     def __init__(self):
         self.by_id = {}  # server id -> the Upstream every URL runs
-        self.elsewhere = set()  # the ids a /mcp/<namespace> URL serves: taken out of /mcp's namespace, they run on
+        self.elsewhere = {}  # id -> the namespaces whose URL serves it: out of /mcp's namespace, it runs for them
 
     def made(self, sid, upstream: Upstream):
         """/mcp made the Upstream of `sid`: every URL runs it from now on."""
         self.by_id[sid] = upstream
 
-    def started_with(self, sid, make):
-        """A namespace's URL serves `sid`: the Upstream an earlier URL runs (/mcp's first), or `make()`'s when none
-        does."""
-        self.elsewhere.add(sid)
+    def started_with(self, sid, make, namespace):
+        """The URL of `namespace` serves `sid`: the Upstream an earlier URL runs (/mcp's first), or `make()`'s when
+        none does."""
+        self.elsewhere.setdefault(sid, set()).add(namespace)
         if sid not in self.by_id:  # a server /mcp does not run: the first URL of a namespace that has it starts it
             self.by_id[sid] = make()
         return self.by_id[sid]
@@ -12709,6 +12716,11 @@ class UrlUpstreams:
     def view(self, sids):
         """id -> Upstream of `sids` (a namespace URL's servers, in its order) that run; one gone was removed."""
         return {sid: self.by_id[sid] for sid in sids if sid in self.by_id}
+
+    def unserved(self, served, namespaces):
+        """The ids that neither /mcp (`served`) nor the URL of one of `namespaces` (the config's now) serves: out of
+        /mcp's namespace, a server runs on only while such a URL serves it."""
+        return [sid for sid in self.by_id if sid not in served and not self.elsewhere.get(sid, set()) & set(namespaces)]
 
     async def stop_gone(self, configured):
         """Stop those no `configured` id names (a reload removed them from every namespace): a namespace's URL now
@@ -12797,11 +12809,11 @@ class ConfigReload:
             else:
                 upstream.update(spec.listed())
                 new[sid] = upstream
-        removed = [sid for sid in report["removed"] if sid not in self.shared.elsewhere]  # the rest: others' URLs run
-        for sid in removed:
-            await old[sid].stop("it was removed from the config")
         gone = await self.shared.stop_gone({spec.id for spec in plan.specs})  # from every namespace
         self.instances.stop_servers(gone, "it was removed from the config")
+        removed = self.shared.unserved(new, plan.namespaces)  # out of /mcp's namespace, and no other URL's now
+        for sid in removed:
+            await self.shared.running(sid).stop("it was removed from the config")
         self.instances.stop_servers(removed + report["restarted"], "its configuration changed")
         self.upstreams = new
         report["namespace"] = self.namespace.name
@@ -12968,7 +12980,7 @@ class Aggregator(Source):
         """The Upstream of the server `sid`: a namespace's URL runs the one an earlier URL runs (/mcp's first)."""
         if self.along is None:
             return self._new_upstream(spec)
-        return self.shared.started_with(sid, lambda: self._new_upstream(spec))
+        return self.shared.started_with(sid, lambda: self._new_upstream(spec), self.namespace.name)
 
     def session_started(self, session=None):
         """A client finished `initialize`: start eager and uncached servers, offering each what it offers."""
@@ -14295,7 +14307,7 @@ class SignIn:
             # the token and refusals: for a passthrough server (Person.token_for, refuse)
             answer = Person.from_claims(claims, token, self.refused, self)
             until = min(time.time() + SIGNIN_REMEMBER, claims["exp"])
-            if "sub" in claims and answer.subject.startswith((STATIC_PERSON, CLIENT_PERSON)):
+            if answer.subject.startswith((STATIC_PERSON, CLIENT_PERSON)):  # a `sub`, or a client_id without one
                 raise TokenError("its subject %s takes a prefix of mcpstudio's own identities (%sNAME: listed people, "
                                  "%sID: clients without a person)" % (json.dumps(answer.subject), STATIC_PERSON,
                                                                       CLIENT_PERSON))
@@ -15880,7 +15892,7 @@ that person's own process starts. `set` reads the value from stdin (asks on a te
 They are kept in people-secrets.json beside the default config, mode 0600; `list` shows
 names only. SUBJECT is the identity provider's `sub`; a person the config's `people` lists
 is static:NAME (never the same person as a subject NAME), and a client whose token names no
-person (no `sub`: a client-credentials token, introspected) client:CLIENT_ID.
+person (no `sub`: a client-credentials token, introspected) client:ID.
 
 usage: mcpstudio install --client CLIENT [--as NAME] [--write] [--file PATH] [MODE ARGS...]
 

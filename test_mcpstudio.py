@@ -3841,6 +3841,10 @@ class MaskSecretsTests(unittest.TestCase):
             ("servers.x.env.API_TOKEN: expected a string", "servers.x.env.API_TOKEN: expected a string"),
             ("req.headers.authorization: Bearer abc123", "req.headers.authorization: Bearer ***"),
             ("sent X-Api-Key: k123 and", "sent X-Api-Key: *** and"),
+            # review17: only mcpstudio's own words after a key path are not a value; a server's own key paths are
+            ("client.api_key: sk-live-1", "client.api_key: ***"),
+            ("settings.password: hunter2", "settings.password: ***"),
+            ("request.headers.Authorization: ghp_abc", "request.headers.Authorization: ***"),
         ]
         for text, shown in cases:
             with self.subTest(text=text):
@@ -5737,12 +5741,13 @@ class OutputFitTests(unittest.TestCase):
                 (b"\xff\xfe" + "a b\x01\r\n".encode("utf-16-le"), 0, None),
                 (b"\xff\xfe" + "a b\ue000\r\n".encode("utf-16-le"), 0, None),
                 (b"\xff\xfe" + "a b\u0378\r\n".encode("utf-16-le"), 0, None),
-                # UTF-16LE without a mark needs a line end, as cmd /u writes: NUL-separated one-letter items
+                # UTF-16LE without a mark needs a blank or a line end: NUL-separated one-letter items
                 # (`find -print0`, `xargs -0`'s input) read as UTF-8 with their NULs, as longer ones do, not as "ab"
                 (b"a\x00b\x00", 0, "a\x00b\x00"),
                 (b"a\x00b\x00c\x00d\x00", 0, "a\x00b\x00c\x00d\x00"),
                 (b"ab\x00cd\x00", 0, "ab\x00cd\x00"),
-                ("ab\n".encode("utf-16-le"), 0, "ab\n")):
+                ("ab\n".encode("utf-16-le"), 0, "ab\n"),
+                ("hello world".encode("utf-16-le"), 0, "hello world")):  # review17: a blank is enough
             with self.subTest(data=data[:12], cut=cut):
                 self.assertEqual(mcpstudio._output_text(data, cut), text)
 
@@ -12685,6 +12690,12 @@ class StderrReasonTests(unittest.TestCase):
                 (["ERROR: cannot reach the database", "NoError: 0"], "ERROR: cannot reach the database", 1),
                 (["RuntimeError: no key", "dns.rcode.NoError: 1 answer", "LastError: None"], "RuntimeError: no key", 1),
                 (["NoMethodError: undefined method `x'"], "NoMethodError: undefined method `x'", 1),  # Ruby's is one
+                # review17: a named exception's 0 is its key, not "no error"
+                (["Traceback (most recent call last):", '  File "x.py", line 3', "KeyError: 0", "INFO shutting down"],
+                 "KeyError: 0", 1),
+                (["ERROR: x", "Traceback (most recent call last):", '  File "x.py", line 3', "KeyError: 0"],
+                 "KeyError: 0", 1),
+                (["ERROR: bad port", "Error: null"], "ERROR: bad port", 1),
                 # the closed pipes of a shutdown are an effect: an earlier message says why, even one at no level
                 (["ERROR: bad token", "Exception ignored in: <_io.TextIOWrapper name='<stdout>' mode='w'>",
                   "BrokenPipeError: [Errno 32] Broken pipe"], "ERROR: bad token", 1),
@@ -16117,7 +16128,8 @@ class TeamGatewayTests(ScratchDir):
         import http.server
         import urllib.parse
         answers = {"person-token": {"active": True, "sub": "alice"}, "client-token": {"active": True, "client_id": "alice"},
-                   "colon-token": {"active": True, "sub": "client:alice"}}
+                   "colon-token": {"active": True, "sub": "client:alice"},
+                   "colon-client": {"active": True, "client_id": "client:bob"}}  # review17: refused as well
 
         class Introspection(http.server.BaseHTTPRequestHandler):
             def do_POST(self):
@@ -16147,9 +16159,10 @@ class TeamGatewayTests(ScratchDir):
             for token in ("person-token", "client-token"):  # echo allows one call a caller: each has their own
                 status, reply = call(token, "echo")
                 self.assertEqual((status, text_of(reply["result"])), (200, token + "\n"), reply)
-            status, reply = call("colon-token", "echo")
-            self.assertEqual(status, 401, reply)
-            self.assertIn("takes a prefix of mcpstudio's own identities", reply)
+            for token in ("colon-token", "colon-client"):
+                status, reply = call(token, "echo")
+                self.assertEqual(status, 401, reply)
+                self.assertIn("takes a prefix of mcpstudio's own identities", reply)
         with open(os.path.join(self.dir, "audit.jsonl")) as f:
             lines = [json.loads(line) for line in f]
         self.assertEqual([(line["caller"], line["person"]) for line in lines if line["tool"] == "echo"],
@@ -18411,6 +18424,40 @@ class NamespaceUrlTests(AggregatorCase):
             self.assertIn("Unknown tool: alpha__echo", self.call(http, "/mcp/play", "alpha__echo", {"text": "gone"}))
             self.assertEqual(len(alphas()), 1)
         self.assertTrue(wait_until(lambda: not any(alive(pid) for pid in alphas()), WAIT))
+
+    def test_a_server_out_of_mcps_namespace_stops_when_no_url_serves_it(self):
+        # review17: taken out of /mcp's namespace, a server runs on only while an opened namespace URL the config
+        # still has serves it: one no such URL was opened for stops at the reload, and one whose namespace a later
+        # reload removes stops then (it ran, unreachable, until mcpstudio exited).
+        fake = lambda name: {"command": PY, "args": [self.fake, "--pidfile", self.pids, "--only", "echo", "--name", name]}  # noqa: E731
+        path = os.path.join(self.dir, "ns.json")
+        data = {"mcpServers": {"alpha": fake("alpha"), "beta": fake("beta"), "gamma": fake("gamma")},
+                "namespaces": {"work": ["alpha", "beta", "gamma"], "play": ["alpha"], "spare": ["gamma"]},
+                "defaultNamespace": "work"}
+        with open(path, "w") as f:
+            json.dump(data, f)
+
+        def pids(name):
+            with open(self.pids) as f:
+                return [int(line.split()[0]) for line in f if line.split()[2:] == [name]]
+        with HttpServerProcess("--config", path, "--rescan", "0", env=self.env) as http:
+            self.assertEqual(self.call(http, "/mcp/play", "alpha__echo", {"text": "one"}), "alpha: one")
+            self.assertEqual(self.call(http, "/mcp", "gamma__echo", {"text": "one"}), "gamma: one")  # /spare unopened
+            data["namespaces"]["work"] = ["beta"]
+            with open(path, "w") as f:
+                json.dump(data, f)
+            self.assertEqual(json.loads(self.call(http, "/mcp", "mcpstudio__config_reload", {}))["removed"],
+                             ["alpha", "gamma"])
+            self.assertTrue(wait_until(lambda: not alive(pids("gamma")[0])), "a server no URL serves ran on")
+            self.assertTrue(alive(pids("alpha")[0]))  # /mcp/play serves it
+            del data["namespaces"]["play"]
+            with open(path, "w") as f:
+                json.dump(data, f)
+            self.call(http, "/mcp", "mcpstudio__config_reload", {})
+            self.assertTrue(wait_until(lambda: not alive(pids("alpha")[0])), "a server only a removed URL served ran on")
+            self.assertEqual(len(pids("alpha")), 1)
+        self.assertTrue(wait_until(lambda: not any(alive(pid) for name in ("alpha", "beta", "gamma")
+                                                   for pid in pids(name)), WAIT))
 
     def test_the_result_cache_keeps_each_namespaces_answers_apart(self):
         # Two namespaces may curate one tool differently (here: a fixed `text` each): the one result cache of
