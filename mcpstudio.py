@@ -13384,11 +13384,40 @@ def _page(key, items, params):
     return result
 
 
+class Subscribers:
+    """Who subscribed to which resource URI: handshake-era Sessions and 2026-07-28 listens' CallContexts. One for
+    the process: /mcp and each /mcp/<namespace> URL share the servers, so a server is told to stop sending a URI's
+    updates only when its last holder at any URL lets go."""
+
+    def __init__(self):
+        self.holders = {}  # resource URI -> the set of its holders
+
+    def add(self, uri, holder):
+        self.holders.setdefault(uri, set()).add(holder)
+
+    def holds(self, uri, holder):
+        return holder in self.holders.get(uri, ())
+
+    def discard(self, uri, holder):
+        """`holder` lets go of `uri`: whether nobody holds it now (the server may stop sending its updates)."""
+        holders = self.holders.get(uri, set())
+        holders.discard(holder)
+        if holders:
+            return False
+        self.holders.pop(uri, None)
+        return True
+
+    def forget(self, holder):
+        """`holder` ended: the URIs it held that nobody holds now."""
+        return [uri for uri, holders in list(self.holders.items()) if holder in holders and self.discard(uri, holder)]
+
+
 class Server:
     """The MCP methods over a Catalog, for one client session."""
 
     def __init__(self, catalog: Catalog, log: Log, title="mcpstudio", instructions=None,
-                 guard: Guard | None = None, search=None):
+                 guard: Guard | None = None, search=None, subscribers: Subscribers | None = None):
+        """`subscribers`: /mcp's, for a /mcp/<namespace> URL's Server (one registry for the servers they share)."""
         self.catalog = catalog
         self.guard = guard or Guard(log)
         self.log = log
@@ -13432,7 +13461,7 @@ class Server:
         self._modern_methods = None  # 2026-07-28's methods, built on the first request of that era
         self._snapshots = {}  # listing key -> what its last first page was cut from
         self.subscriptions = []  # (CallContext of a subscriptions/listen, what it subscribed to)
-        self.subscribers = {}    # resource URI -> who subscribed to it: handshake-era Sessions, listens' CallContexts
+        self.subscribers = subscribers or Subscribers()  # who subscribed to which URI, at every URL of the process
 
     def start(self, session=None):
         """Begin the sources' background work, their changes reported here; `session`: the one client (stdio;
@@ -13481,10 +13510,7 @@ class Server:
         if session in self.sessions:
             self.sessions.remove(session)
         self.tasks.forget(session)
-        for uri, holders in list(self.subscribers.items()):  # its subscriptions end
-            holders.discard(session)
-            if not holders:
-                del self.subscribers[uri]
+        self.subscribers.forget(session)  # its subscriptions end
         for source in self.catalog.sources:  # an Aggregator: the session's own servers stop
             source.sweep_instances(session)
 
@@ -13531,21 +13557,27 @@ class Server:
         """A notification from a source for every client (a subscribed resource was updated; an isolated
         process's: its owner's only); a 2026-07-28 client hears of the resources its subscriptions/listen names."""
         updated = method == "notifications/resources/updated"  # for who subscribed to its URI alone
-        for session in self.sessions:
-            if owned_by(session, owner) and (not updated or self.subscribed(params.get("uri"), session)):
-                session.notify(method, params)
-        for ctx, granted in list(self.subscriptions):
-            if params.get("uri") in granted.get("resourceSubscriptions", ()) and owned_by(ctx.session, owner):
-                ctx.notify(method, dict(params, _meta={META_SUBSCRIPTION: ctx.request_id}))
+        for server in self.hearing():
+            for session in server.sessions:
+                if owned_by(session, owner) and (not updated or self.subscribed(params.get("uri"), session)):
+                    session.notify(method, params)
+            for ctx, granted in list(server.subscriptions):
+                if params.get("uri") in granted.get("resourceSubscriptions", ()) and owned_by(ctx.session, owner):
+                    ctx.notify(method, dict(params, _meta={META_SUBSCRIPTION: ctx.request_id}))
+
+    def hearing(self):
+        """This Server and each /mcp/<namespace> URL's: they share the servers, whose notifications come here."""
+        return [self] + [hub.events for hub in self.views if isinstance(hub.events, Server)]
 
     def source_log(self, level, text, logger="mcpstudio", owner=None, meta=None):
         """A log line from a source, forwarded to clients that asked for that level; an isolated process's
         (`owner`) only to its person's (or session's) sessions, never held for a later client. A line nobody
         heard is held for the first client only while no person signs in: a later session may be anyone's."""
-        for session in self.sessions:
+        sessions = [session for server in self.hearing() for session in server.sessions]
+        for session in sessions:
             if owned_by(session, owner):
                 session.log_to_client(level, text, logger, meta)
-        if not self.sessions and owner is None and not self.guard.sign_in and len(self._held_logs) < 100:
+        if not sessions and owner is None and not self.guard.sign_in and len(self._held_logs) < 100:
             self._held_logs.append((level, text, logger, meta))
 
     # -- methods ------------------------------------------------------------------
@@ -13815,18 +13847,15 @@ class Server:
         another's subscription)."""
         if on:
             result = await self.catalog.subscribe("resources/subscribe", uri, ctx)  # -32002: nothing held
-            self.subscribers.setdefault(uri, set()).add(holder)
+            self.subscribers.add(uri, holder)
             return result
-        holders = self.subscribers.get(uri, set())
-        holders.discard(holder)
-        if holders:
+        if not self.subscribers.discard(uri, holder):
             return {}
-        self.subscribers.pop(uri, None)
         return await self.catalog.subscribe("resources/unsubscribe", uri, ctx)
 
     def subscribed(self, uri, holder):
         """Whether `holder` subscribed to `uri` (its resources/updated is for it)."""
-        return isinstance(uri, str) and holder in self.subscribers.get(uri, ())
+        return isinstance(uri, str) and self.subscribers.holds(uri, holder)
 
     async def complete(self, params, ctx):
         """`completion/complete`: routed by its reference to the server that owns the prompt or template."""
@@ -16052,7 +16081,8 @@ def _build_server(options, words, log: Log, config, runner=None, primary: Server
         guard = Guard(log, dict(rules, rateLimit=limits["rate_limit"]) if limits.get("rate_limit") else rules, audit,
                       metrics, stats, limits.get("http_rate_limit", ())[:2], opened, sign_in)
     server = Server(Catalog([settings.outputs] + sources, max_name), log, title="mcpstudio: %s" % ", ".join(titles),
-                    instructions=instructions, guard=guard, search=search)
+                    instructions=instructions, guard=guard, search=search,
+                    subscribers=primary.subscribers if primary else None)
     return server, runner
 
 

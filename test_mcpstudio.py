@@ -15046,6 +15046,70 @@ class IsolationTests(AggregatorCase):
             heard = self.read_until(stream, lambda m: (m.get("params") or {}).get("data") == "for everyone")
             self.assertFalse([m for m in heard if "alice-private" in json.dumps(m)], heard)
 
+    def desk_config(self, subscribed, *more, namespaces=False):
+        """A shared desk (tell; its subscriptions written to `subscribed`) with alice, bob and carol signing in;
+        `namespaces`: work (/mcp) and play, both with desk."""
+        path = os.path.join(self.dir, "watched.json")
+        data = {"mcpServers": {"desk": {"command": PY, "args": [
+            self.fake, "--only", "tell", "--tell", "--name", "desk", "--subscribe-file", subscribed] + list(more)}},
+            "people": {name: {"tokenSha256": hashlib.sha256(token.encode()).hexdigest()}
+                       for name, token in self.TOKENS.items()}}
+        if namespaces:
+            data.update(namespaces={"work": ["desk"], "play": ["desk"]}, defaultNamespace="work")
+        with open(path, "w") as f:
+            json.dump(data, f)
+        return path
+
+    def ask(self, http, name, session, method, params):
+        status, _, text = http.post({"jsonrpc": "2.0", "id": 3, "method": method, "params": params},
+                                    session=session, headers={"Authorization": "Bearer " + self.TOKENS[name]})
+        self.assertEqual(status, 200, text)
+        return http.messages(text)[-1]
+
+    def listen_at(self, http, name, session):
+        """The GET stream of `name`'s session at http.path (/mcp or /mcp/<namespace>)."""
+        from http.client import HTTPConnection
+        connection = HTTPConnection("127.0.0.1", http.port, timeout=WAIT)
+        self.addCleanup(connection.close)
+        connection.request("GET", http.path, headers={"Accept": "text/event-stream", "Mcp-Session-Id": session,
+                                                      "Authorization": "Bearer " + self.TOKENS[name]})
+        stream = connection.getresponse()
+        self.assertEqual(stream.status, 200)
+        return stream
+
+    def asked(self, subscribed):
+        with open(subscribed) as f:
+            return f.read().splitlines()
+
+    def test_a_subscription_is_one_across_the_urls(self):
+        # /mcp and /mcp/play share desk's process, but each URL counted its own subscribers: bob's unsubscribe at
+        # /mcp/play (his last) told desk to stop, ending alice's at /mcp. And bob's session at /mcp/play never heard
+        # a resources/updated (only /mcp's sessions were told). Now the count is one for the process: desk is not
+        # told to unsubscribe, alice still hears updates, and bob heard his while subscribed.
+        subscribed = os.path.join(self.dir, "subscribed")
+        with HttpServerProcess("serve", "--config", self.desk_config(subscribed, namespaces=True),
+                               "--no-manager-tools", env=self.env) as http:
+            alice = self.open_session(http, "alice")
+            alice_stream = self.listen_at(http, "alice", alice)
+            self.assertEqual(self.ask(http, "alice", alice, "resources/subscribe", {"uri": "fake://desk/info"})[
+                "result"], {})
+            http.path = "/mcp/play"
+            bob = self.open_session(http, "bob")
+            bob_stream = self.listen_at(http, "bob", bob)
+            self.assertEqual(self.ask(http, "bob", bob, "resources/subscribe", {"uri": "fake://desk/info"})["result"], {})
+            heard = self.read_until(bob_stream, lambda m: m.get("method") == "notifications/resources/updated")
+            self.assertEqual(heard[-1]["params"], {"uri": "fake://desk/info"}, heard)  # desk's, 0.1 s after
+            self.assertEqual(self.ask(http, "bob", bob, "resources/unsubscribe", {"uri": "fake://desk/info"})["result"],
+                             {})
+            self.assertEqual(self.call(http, "bob", "desk__tell", {"messages": [
+                {"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": "fake://desk/info"}},
+                {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}]}, bob), "told")
+            heard = self.read_until(alice_stream, lambda m: m.get("method") == "notifications/tools/list_changed")
+            self.assertEqual(len([m for m in heard if m.get("method") == "notifications/resources/updated"]), 3, heard)
+            heard = self.read_until(bob_stream, lambda m: m.get("method") == "notifications/tools/list_changed")
+            self.assertFalse([m for m in heard if m.get("method") == "notifications/resources/updated"], heard)
+        self.assertEqual(self.asked(subscribed), ["resources/subscribe fake://desk/info"] * 2)
+
     def test_a_persons_process_answers_are_cached_for_that_person(self):
         # The result cache keyed by route (issue 41.2: server id, its run, the tool's own name) with isolation
         # (issue 45): a person's own process answers under the server's route, so alice's repeated call is answered
