@@ -13510,7 +13510,8 @@ class Server:
         if session in self.sessions:
             self.sessions.remove(session)
         self.tasks.forget(session)
-        self.subscribers.forget(session)  # its subscriptions end
+        for uri in self.subscribers.forget(session):  # its subscriptions end; the server hears of the last one's
+            asyncio.ensure_future(_quietly(self.catalog.subscribe("resources/unsubscribe", uri, None)))
         for source in self.catalog.sources:  # an Aggregator: the session's own servers stop
             source.sweep_instances(session)
 

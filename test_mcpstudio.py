@@ -15110,6 +15110,26 @@ class IsolationTests(AggregatorCase):
             self.assertFalse([m for m in heard if m.get("method") == "notifications/resources/updated"], heard)
         self.assertEqual(self.asked(subscribed), ["resources/subscribe fake://desk/info"] * 2)
 
+    def test_a_session_that_ends_subscribed_lets_the_server_go(self):
+        # A session deleted (or expired) while subscribed was struck off, but desk was never told: it went on
+        # sending updates nobody heard. Now the last holder's end unsubscribes it at the server; one of two does not.
+        subscribed = os.path.join(self.dir, "subscribed")
+        with HttpServerProcess("serve", "--config", self.desk_config(subscribed), "--no-manager-tools",
+                               env=self.env) as http:
+            sessions = {name: self.open_session(http, name) for name in ("alice", "bob")}
+            for name in ("alice", "bob"):
+                self.ask(http, name, sessions[name], "resources/subscribe", {"uri": "fake://desk/info"})
+            for name in ("alice", "bob"):
+                status = http.post(None, session=sessions[name], method="DELETE",
+                                   headers={"Authorization": "Bearer " + self.TOKENS[name]})[0]
+                self.assertEqual(status, 200)
+                if name == "alice":  # bob still holds it: desk is not told (a call goes after any unsubscribe)
+                    self.assertEqual(self.call(http, "carol", "desk__tell", {"messages": []}), "told")
+                    self.assertEqual(self.asked(subscribed), ["resources/subscribe fake://desk/info"] * 2)
+            self.assertTrue(wait_until(lambda: len(self.asked(subscribed)) > 2, WAIT), self.asked(subscribed))
+        self.assertEqual(self.asked(subscribed), ["resources/subscribe fake://desk/info"] * 2
+                         + ["resources/unsubscribe fake://desk/info"])
+
     def test_a_persons_process_answers_are_cached_for_that_person(self):
         # The result cache keyed by route (issue 41.2: server id, its run, the tool's own name) with isolation
         # (issue 45): a person's own process answers under the server's route, so alice's repeated call is answered
