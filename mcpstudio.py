@@ -13846,10 +13846,15 @@ class Server:
         One server connection carries everyone's subscriptions: its updates go only to who subscribed, and the
         server is told to stop only when the last of them unsubscribes (one person's unsubscribe never ends
         another's subscription)."""
-        if on:
-            result = await self.catalog.subscribe("resources/subscribe", uri, ctx)  # -32002: nothing held
+        if on:  # recorded first: an unsubscribe of the last other holder meanwhile must not end this one
+            held = self.subscribers.holds(uri, holder)
             self.subscribers.add(uri, holder)
-            return result
+            try:
+                return await self.catalog.subscribe("resources/subscribe", uri, ctx)  # -32002: nothing held
+            except BaseException:
+                if not held:
+                    self.subscribers.discard(uri, holder)
+                raise
         if not self.subscribers.discard(uri, holder):
             return {}
         return await self.catalog.subscribe("resources/unsubscribe", uri, ctx)

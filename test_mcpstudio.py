@@ -12553,7 +12553,9 @@ def fake_server(args):
                 send({"jsonrpc": "2.0", "id": "unprompted-" + method, "method": method, "params": {
                     "message": "Your password?", "requestedSchema": {"type": "object", "properties": {}},
                     "messages": [], "maxTokens": 5}})
-        if message.get("method") == "tools/call" and message["params"]["name"] in ("sleep", "ask"):
+        if message.get("method") == "resources/subscribe" and opt("--subscribe-delay"):  # answered this late
+            threading.Timer(float(opt("--subscribe-delay")), handle, (message,)).start()
+        elif message.get("method") == "tools/call" and message["params"]["name"] in ("sleep", "ask"):
             threading.Thread(target=handle, args=(message,), daemon=True).start()
         else:
             handle(message)
@@ -15129,6 +15131,24 @@ class IsolationTests(AggregatorCase):
             self.assertTrue(wait_until(lambda: len(self.asked(subscribed)) > 2, WAIT), self.asked(subscribed))
         self.assertEqual(self.asked(subscribed), ["resources/subscribe fake://desk/info"] * 2
                          + ["resources/unsubscribe fake://desk/info"])
+
+    def test_a_subscribe_in_flight_keeps_the_server_subscribed(self):
+        # bob's resources/subscribe was counted only once desk answered it: alice, the last holder until then,
+        # unsubscribing meanwhile told desk to stop, and bob (listed as subscribed) heard nothing more. Now bob
+        # counts from the moment he asks, so desk is never told to unsubscribe.
+        subscribed = os.path.join(self.dir, "subscribed")
+        with HttpServerProcess("serve", "--config", self.desk_config(subscribed, "--subscribe-delay", "1.5"),
+                               "--no-manager-tools", env=self.env) as http:
+            sessions = {name: self.open_session(http, name) for name in ("alice", "bob")}
+            self.ask(http, "alice", sessions["alice"], "resources/subscribe", {"uri": "fake://desk/info"})
+            thread = threading.Thread(target=self.ask, args=(http, "bob", sessions["bob"], "resources/subscribe",
+                                                             {"uri": "fake://desk/info"}))
+            thread.start()
+            time.sleep(0.5)  # bob's is in flight (desk answers 1.5 s after it is asked)
+            self.ask(http, "alice", sessions["alice"], "resources/unsubscribe", {"uri": "fake://desk/info"})
+            thread.join(WAIT)
+            self.assertEqual(self.call(http, "carol", "desk__tell", {"messages": []}), "told")
+        self.assertEqual(self.asked(subscribed), ["resources/subscribe fake://desk/info"] * 2)
 
     def test_a_persons_process_answers_are_cached_for_that_person(self):
         # The result cache keyed by route (issue 41.2: server id, its run, the tool's own name) with isolation
