@@ -11081,10 +11081,10 @@ class Downstream:
             self.source.events.source_changed(self.source)
 
     def forward_log(self, level, data, logger, owner=None):
-        """A log line from an upstream, forwarded with the server id as logger; `owner`: an isolated process's
-        (Upstream.owner), whose lines only that person's (or session's) sessions are told."""
+        """A log line from an upstream that names no call, forwarded with the server id as logger; `owner`: an
+        isolated process's (Upstream.owner), whose lines only that person's (or session's) sessions are told."""
         if self.source.events:
-            self.source.events.source_log(level, data, logger, owner)
+            self.source.events.server_log(level, data, logger, owner)
 
     def updated(self, params, owner=None):
         """A server's `notifications/resources/updated`: the client's subscription, passed on (an isolated
@@ -11202,7 +11202,8 @@ class BackChannel:
                 ctx.progress(params["progress"], params.get("total"), params.get("message"))
         elif method == "notifications/message":
             level = params.get("level") if params.get("level") in LOG_LEVELS else "info"
-            if cause is not None:  # on the stream of a call: that call's, told its client alone (its own stream)
+            cause = cause or self._named(params)
+            if cause is not None:  # on a call's stream or naming it: that call's, told its client alone
                 cause.log(level, params.get("data"), self.server_id)
             else:
                 self.downstream.forward_log(level, params.get("data"), self.server_id, self.owner)  # the id as logger
@@ -11213,12 +11214,9 @@ class BackChannel:
         """The call a request of the server's belongs to when no stream says (stdio): the one whose progress token
         or server task (io.modelcontextprotocol/related-task) its `_meta` names; else the latest call in flight,
         if every call in flight is one person's. Calls of several people: McpError (refused, never guessed)."""
-        meta = _object(params.get("_meta"))
-        token, task = meta.get("progressToken"), _object(meta.get(RELATED_TASK)).get("taskId")
-        if isinstance(token, ID_TYPES) and token in self.progress:
-            return self.progress[token]
-        if isinstance(task, str) and task in self.tasks:
-            return self.tasks[task]
+        named = self._named(params)
+        if named:
+            return named
         people = {getattr(ctx.session, "person", None) for ctx in self.calls if ctx is not None}
         if len(people) > 1:
             self.log.warning("server `%s` sent %s during calls of %d people, naming none of them: refused (whose it "
@@ -11228,6 +11226,17 @@ class BackChannel:
                            "call's progressToken in _meta), so it is refused rather than put to the wrong person"
                            % method)
         return self.calls[-1] if self.calls else None
+
+    def _named(self, params):
+        """The call whose progress token or server task (io.modelcontextprotocol/related-task) a message's `_meta`
+        names; None if it names none in flight."""
+        meta = _object(params.get("_meta"))
+        token, task = meta.get("progressToken"), _object(meta.get(RELATED_TASK)).get("taskId")
+        if isinstance(token, ID_TYPES) and token in self.progress:
+            return self.progress[token]
+        if isinstance(task, str) and task in self.tasks:
+            return self.tasks[task]
+        return None
 
     def _outside_calls(self, method):
         """Whom what the server sends outside any call goes to: mcpstudio's client (over --http the first), or for
@@ -13416,9 +13425,11 @@ class Server:
     """The MCP methods over a Catalog, for one client session."""
 
     def __init__(self, catalog: Catalog, log: Log, title="mcpstudio", instructions=None,
-                 guard: Guard | None = None, search=None, subscribers: Subscribers | None = None):
-        """`subscribers`: /mcp's, for a /mcp/<namespace> URL's Server (one registry for the servers they share)."""
+                 guard: Guard | None = None, search=None, subscribers: Subscribers | None = None, team=False):
+        """`subscribers`: /mcp's, for a /mcp/<namespace> URL's Server (one registry for the servers they share);
+        `team`: people sign in to it over HTTP (a team gateway: a session may be anyone's)."""
         self.catalog = catalog
+        self.team = team
         self.guard = guard or Guard(log)
         self.log = log
         log.mask_by(catalog)  # a tools/call's secret arguments, by its tool's schema
@@ -13569,6 +13580,18 @@ class Server:
     def hearing(self):
         """This Server and each /mcp/<namespace> URL's: they share the servers, whose notifications come here."""
         return [self] + [hub.events for hub in self.views if isinstance(hub.events, Server)]
+
+    def server_log(self, level, text, logger, owner=None):
+        """A server's log line that names no call (a shared server over stdio says whose call it is of nothing).
+        People signing in to a team gateway: it could be anyone's, so no session is told (mcpstudio's log at
+        --debug has it); an isolated process's goes to its owner; else to every client (source_log)."""
+        if owner is None and self.team:
+            self.log.warn_once("server `%s` is shared and sends log lines that name no call: people sign in, so "
+                               "they go to no session (send them on the call's stream or with its progressToken)",
+                               logger)
+            self.log.debug("server %s's log line for no session: %s", logger, text)
+            return
+        self.source_log(level, text, logger, owner)
 
     def source_log(self, level, text, logger="mcpstudio", owner=None, meta=None):
         """A log line from a source, forwarded to clients that asked for that level; an isolated process's
@@ -16088,7 +16111,7 @@ def _build_server(options, words, log: Log, config, runner=None, primary: Server
                       metrics, stats, limits.get("http_rate_limit", ())[:2], opened, sign_in)
     server = Server(Catalog([settings.outputs] + sources, max_name), log, title="mcpstudio: %s" % ", ".join(titles),
                     instructions=instructions, guard=guard, search=search,
-                    subscribers=primary.subscribers if primary else None)
+                    subscribers=primary.subscribers if primary else None, team=bool(options.get("http") and sign_in))
     return server, runner
 
 

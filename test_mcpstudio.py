@@ -14959,7 +14959,7 @@ class IsolationTests(AggregatorCase):
     def test_a_shared_servers_log_line_of_a_call_reaches_only_its_caller(self):
         # A shared URL server's log line on the stream of alice's call (notifications/message: her call's, her
         # data) went to every session, bob's GET stream too. Now it reaches alice on her call's own stream and bob
-        # hears nothing of it; a line that names no call (desk's, over stdio) still reaches everyone.
+        # hears nothing of it (desk's list_changed, over stdio, reaches everyone: bob has read all before it).
         crm = RecordingMcpServer()
         self.addCleanup(crm.close)
         path = os.path.join(self.dir, "shared.json")
@@ -14976,9 +14976,8 @@ class IsolationTests(AggregatorCase):
                 headers={"Authorization": "Bearer " + self.TOKENS["alice"]})
             self.assertEqual(status, 200, text)
             self.assertEqual(self.call(http, "bob", "desk__tell", {"messages": [
-                {"jsonrpc": "2.0", "method": "notifications/message", "params": {
-                    "level": "info", "logger": "desk", "data": "for everyone"}}]}, sessions["bob"]), "told")
-            heard = self.read_until(stream, lambda m: (m.get("params") or {}).get("data") == "for everyone")
+                {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}]}, sessions["bob"]), "told")
+            heard = self.read_until(stream, lambda m: m.get("method") == "notifications/tools/list_changed")
             self.assertFalse([m for m in heard if "alice-private" in json.dumps(m)], heard)
             messages = http.messages(text)
             self.assertEqual([(m["params"]["logger"], m["params"]["data"]) for m in messages
@@ -15010,10 +15009,9 @@ class IsolationTests(AggregatorCase):
             self.assertEqual(ask("bob", "resources/unsubscribe", {"uri": "fake://desk/info"})["result"], {})
             self.assertEqual(self.call(http, "bob", "desk__tell", {"messages": [
                 {"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": "fake://desk/info"}},
-                {"jsonrpc": "2.0", "method": "notifications/message", "params": {
-                    "level": "info", "logger": "desk", "data": "after the update"}}]}, sessions["bob"]), "told")
+                {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}]}, sessions["bob"]), "told")
             heard = {name: [m["params"]["uri"] for m in self.read_until(
-                streams[name], lambda m: (m.get("params") or {}).get("data") == "after the update")
+                streams[name], lambda m: m.get("method") == "notifications/tools/list_changed")
                 if m.get("method") == "notifications/resources/updated"] for name in ("bob", "alice")}
             self.assertEqual(heard["bob"], [], heard)
             self.assertIn("fake://desk/info", heard["alice"])
@@ -15043,9 +15041,8 @@ class IsolationTests(AggregatorCase):
             stream = self.listen(http, "bob", session)
             http.post({"jsonrpc": "2.0", "method": "notifications/initialized"}, session=session, headers=auth)
             self.assertEqual(self.call(http, "bob", "desk__tell", {"messages": [
-                {"jsonrpc": "2.0", "method": "notifications/message", "params": {
-                    "level": "info", "logger": "desk", "data": "for everyone"}}]}, session), "told")
-            heard = self.read_until(stream, lambda m: (m.get("params") or {}).get("data") == "for everyone")
+                {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}]}, session), "told")
+            heard = self.read_until(stream, lambda m: m.get("method") == "notifications/tools/list_changed")
             self.assertFalse([m for m in heard if "alice-private" in json.dumps(m)], heard)
 
     def desk_config(self, subscribed, *more, namespaces=False):
@@ -15149,6 +15146,28 @@ class IsolationTests(AggregatorCase):
             thread.join(WAIT)
             self.assertEqual(self.call(http, "carol", "desk__tell", {"messages": []}), "told")
         self.assertEqual(self.asked(subscribed), ["resources/subscribe fake://desk/info"] * 2)
+
+    def test_a_shared_stdio_servers_line_during_a_call_reaches_no_other_person(self):
+        # A shared server over stdio names no call in its log lines: desk's `echoing alice-private` during alice's
+        # call went to every session, bob's too. With people signing in such a line goes to no session (it could
+        # be anyone's data; mcpstudio's log says so once), nor is it held for a later one.
+        path = os.path.join(self.dir, "e.json")
+        with open(path, "w") as f:
+            json.dump({"mcpServers": {"desk": {"command": PY, "args": [self.fake, "--only", "echo,tell", "--tell"]}},
+                       "people": {name: {"tokenSha256": hashlib.sha256(token.encode()).hexdigest()}
+                                  for name, token in self.TOKENS.items()}}, f)
+        with HttpServerProcess("serve", "--config", path, "--no-manager-tools", env=self.env) as http:
+            sessions = {name: self.open_session(http, name) for name in ("bob", "alice")}
+            stream = self.listen(http, "bob", sessions["bob"])
+            self.assertEqual(self.call(http, "alice", "desk__echo", {"text": "alice-private"}, sessions["alice"]),
+                             "fake: alice-private")
+            self.call(http, "bob", "desk__tell", {"messages": [{"jsonrpc": "2.0",
+                                                                "method": "notifications/tools/list_changed"}]},
+                      sessions["bob"])
+            heard = self.read_until(stream, lambda m: m.get("method") == "notifications/tools/list_changed")
+            self.assertFalse([m for m in heard if "alice-private" in json.dumps(m)], heard)
+            self.assertIn("server `desk` is shared and sends log lines that name no call: people sign in, so they go "
+                          "to no session", http.stderr_when(lambda text: "name no call" in text))
 
     def test_a_persons_process_answers_are_cached_for_that_person(self):
         # The result cache keyed by route (issue 41.2: server id, its run, the tool's own name) with isolation
