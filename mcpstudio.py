@@ -13596,12 +13596,13 @@ class Server:
     def source_log(self, level, text, logger="mcpstudio", owner=None, meta=None):
         """A log line from a source, forwarded to clients that asked for that level; an isolated process's
         (`owner`) only to its person's (or session's) sessions, never held for a later client. A line nobody
-        heard is held for the first client only while no person signs in: a later session may be anyone's."""
+        heard is held for the first client only while people do not sign in over HTTP: a later session may be
+        anyone's (stdio has one client)."""
         sessions = [session for server in self.hearing() for session in server.sessions]
         for session in sessions:
             if owned_by(session, owner):
                 session.log_to_client(level, text, logger, meta)
-        if not sessions and owner is None and not self.guard.sign_in and len(self._held_logs) < 100:
+        if not sessions and owner is None and not self.team and len(self._held_logs) < 100:
             self._held_logs.append((level, text, logger, meta))
 
     # -- methods ------------------------------------------------------------------

@@ -12553,6 +12553,9 @@ def fake_server(args):
                 send({"jsonrpc": "2.0", "id": "unprompted-" + method, "method": method, "params": {
                     "message": "Your password?", "requestedSchema": {"type": "object", "properties": {}},
                     "messages": [], "maxTokens": 5}})
+            if opt("--hello"):  # a log line of its own, said as it starts (before any call)
+                send({"jsonrpc": "2.0", "method": "notifications/message", "params": {
+                    "level": "warning", "logger": NAME, "data": opt("--hello")}})
         if message.get("method") == "resources/subscribe" and opt("--subscribe-delay"):  # answered this late
             threading.Timer(float(opt("--subscribe-delay")), handle, (message,)).start()
         elif message.get("method") == "tools/call" and message["params"]["name"] in ("sleep", "ask"):
@@ -15168,6 +15171,26 @@ class IsolationTests(AggregatorCase):
             self.assertFalse([m for m in heard if "alice-private" in json.dumps(m)], heard)
             self.assertIn("server `desk` is shared and sends log lines that name no call: people sign in, so they go "
                           "to no session", http.stderr_when(lambda text: "name no call" in text))
+
+    def test_a_stdio_client_hears_what_a_server_said_before_initialized(self):
+        # With `people` in the config, stdio dropped a server's log lines said before the client's `initialized`
+        # (they were held only without sign-in in the config). Over stdio there is one client: it is handed them.
+        path = os.path.join(self.dir, "hello.json")
+        with open(path, "w") as f:
+            json.dump({"mcpServers": {"desk": {"command": PY, "args": [
+                self.fake, "--only", "echo", "--name", "desk", "--pidfile", self.pids, "--hello", "desk is up"],
+                                      "eager": True}},
+                "people": {name: {"tokenSha256": hashlib.sha256(token.encode()).hexdigest()}
+                           for name, token in self.TOKENS.items()}}, f)
+        with McpProcess("serve", "--config", path, env=self.env) as server:
+            server.request("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
+                                          "clientInfo": {"name": "test", "version": "0"}})  # desk starts now
+            self.assertTrue(wait_until(lambda: os.path.exists(self.pids), WAIT), server.context())
+            time.sleep(1.0)  # desk has said it (at its handshake with mcpstudio), before our `initialized`
+            server.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+            self.assertTrue(wait_until(lambda: server.notifications_of("notifications/message"), WAIT),
+                            server.context())
+            self.assertIn("desk is up", [n["params"]["data"] for n in server.notifications_of("notifications/message")])
 
     def test_a_persons_process_answers_are_cached_for_that_person(self):
         # The result cache keyed by route (issue 41.2: server id, its run, the tool's own name) with isolation
