@@ -15162,12 +15162,15 @@ class IsolationTests(AggregatorCase):
         with HttpServerProcess("serve", "--config", path, "--no-manager-tools", env=self.env) as http:
             sessions = {name: self.open_session(http, name) for name in ("bob", "alice")}
             stream = self.listen(http, "bob", sessions["bob"])
+            updated = lambda m: m.get("method") == "notifications/resources/updated"  # noqa: E731
+            self.ask(http, "bob", sessions["bob"], "resources/subscribe", {"uri": "fake://fake/info"})
+            self.read_until(stream, updated)  # desk's, 0.1 s after: what came before alice's call is read
             self.assertEqual(self.call(http, "alice", "desk__echo", {"text": "alice-private"}, sessions["alice"]),
                              "fake: alice-private")
-            self.call(http, "bob", "desk__tell", {"messages": [{"jsonrpc": "2.0",
-                                                                "method": "notifications/tools/list_changed"}]},
+            self.call(http, "bob", "desk__tell", {"messages": [{"jsonrpc": "2.0", "method": "notifications/resources/"
+                                                                "updated", "params": {"uri": "fake://fake/info"}}]},
                       sessions["bob"])
-            heard = self.read_until(stream, lambda m: m.get("method") == "notifications/tools/list_changed")
+            heard = self.read_until(stream, updated)  # after desk's echo line, on the same pipe
             self.assertFalse([m for m in heard if "alice-private" in json.dumps(m)], heard)
             self.assertIn("server `desk` is shared and sends log lines that name no call: people sign in, so they go "
                           "to no session", http.stderr_when(lambda text: "name no call" in text))
