@@ -14978,9 +14978,12 @@ class IsolationTests(AggregatorCase):
                 "name": "crm__whoami", "arguments": {"say": "alice-private line"}}}, session=sessions["alice"],
                 headers={"Authorization": "Bearer " + self.TOKENS["alice"]})
             self.assertEqual(status, 200, text)
-            self.assertEqual(self.call(http, "bob", "desk__tell", {"messages": [
-                {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}]}, sessions["bob"]), "told")
-            heard = self.read_until(stream, lambda m: m.get("method") == "notifications/tools/list_changed")
+            self.assertEqual(self.call(http, "bob", "desk__tell", {"messages": []},
+                                       sessions["bob"]), "told")
+            status, _, answer = http.post({"jsonrpc": "2.0", "id": 8, "method": "resources/subscribe", "params": {
+                "uri": "fake://fake/info"}}, session=sessions["bob"], headers={"Authorization": "Bearer " + self.TOKENS["bob"]})
+            self.assertEqual(status, 200, answer)  # desk's update of it comes 0.1 s later, after all of alice's call
+            heard = self.read_until(stream, lambda m: m.get("method") == "notifications/resources/updated")
             self.assertFalse([m for m in heard if "alice-private" in json.dumps(m)], heard)
             messages = http.messages(text)
             self.assertEqual([(m["params"]["logger"], m["params"]["data"]) for m in messages
@@ -15010,16 +15013,17 @@ class IsolationTests(AggregatorCase):
                 return http.messages(text)[-1]
             self.assertEqual(ask("alice", "resources/subscribe", {"uri": "fake://desk/info"})["result"], {})
             self.assertEqual(ask("bob", "resources/unsubscribe", {"uri": "fake://desk/info"})["result"], {})
+            told = {"uri": "fake://desk/info", "title": "told"}  # (told apart from the update a subscribe brings)
             self.assertEqual(self.call(http, "bob", "desk__tell", {"messages": [
-                {"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": "fake://desk/info"}},
-                {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}]}, sessions["bob"]), "told")
-            heard = {name: [m["params"]["uri"] for m in self.read_until(
-                streams[name], lambda m: m.get("method") == "notifications/tools/list_changed")
-                if m.get("method") == "notifications/resources/updated"] for name in ("bob", "alice")}
-            self.assertEqual(heard["bob"], [], heard)
-            self.assertIn("fake://desk/info", heard["alice"])
+                {"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": told}]}, sessions["bob"]),
+                "told")
+            heard = {"alice": self.read_until(streams["alice"], lambda m: m.get("params") == told)}
+            self.assertEqual(ask("bob", "resources/subscribe", {"uri": "fake://desk/info"})["result"], {})
+            heard["bob"] = self.read_until(streams["bob"], lambda m: m.get("method") == "notifications/resources/updated")
+            self.assertEqual([m["params"] for m in heard["bob"] if m.get("method") == "notifications/resources/updated"],
+                             [{"uri": "fake://desk/info"}], heard)  # his own subscribe's only
         with open(subscribed) as f:
-            self.assertEqual(f.read().splitlines(), ["resources/subscribe fake://desk/info"])
+            self.assertEqual(f.read().splitlines(), ["resources/subscribe fake://desk/info"] * 2)
 
     def test_a_log_line_nobody_heard_is_not_kept_for_the_next_person(self):
         # A shared server's log line that names no call, said while no session is open (alice calls in the
@@ -15043,9 +15047,10 @@ class IsolationTests(AggregatorCase):
             session = headers["mcp-session-id"]
             stream = self.listen(http, "bob", session)
             http.post({"jsonrpc": "2.0", "method": "notifications/initialized"}, session=session, headers=auth)
-            self.assertEqual(self.call(http, "bob", "desk__tell", {"messages": [
-                {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}]}, session), "told")
-            heard = self.read_until(stream, lambda m: m.get("method") == "notifications/tools/list_changed")
+            status, _, text = http.post({"jsonrpc": "2.0", "id": 2, "method": "resources/subscribe", "params": {
+                "uri": "fake://fake/info"}}, session=session, headers=auth)
+            self.assertEqual(status, 200, text)  # desk's update of it, 0.1 s later, ends what bob reads
+            heard = self.read_until(stream, lambda m: m.get("method") == "notifications/resources/updated")
             self.assertFalse([m for m in heard if "alice-private" in json.dumps(m)], heard)
 
     def desk_config(self, subscribed, *more, namespaces=False):
