@@ -14946,13 +14946,16 @@ class IsolationTests(AggregatorCase):
             http.post({"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "accept"}}, session=sessions["alice"],
                       headers=auth)
             self.assertIn('"accept"', text_of(self.read_until(call, lambda m: "result" in m)[-1]["result"]))
+            for name in ("alice", "bob"):  # desk's update of it (told after the completes) ends what each reads
+                self.assertEqual(self.ask(http, name, sessions[name], "resources/subscribe", {
+                    "uri": "fake://desk/info"})["result"], {})
+            after = {"uri": "fake://desk/info", "title": "after the completes"}  # (not a subscribe's own update)
             self.assertEqual(self.call(http, "bob", "desk__tell", {"messages": [
                 {"jsonrpc": "2.0", "method": "notifications/elicitation/complete", "params": {"elicitationId": "e-other"}},
                 {"jsonrpc": "2.0", "method": "notifications/elicitation/complete", "params": {"elicitationId": "e-alice"}},
-                {"jsonrpc": "2.0", "method": "notifications/message", "params": {
-                    "level": "info", "logger": "desk", "data": "after the completes"}}]}, sessions["bob"]), "told")
-            heard = {name: self.read_until(streams[name], lambda m: (m.get("params") or {}).get("data") == "after the completes")
-                     for name in ("alice", "bob")}
+                {"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": after}]}, sessions["bob"]),
+                "told")
+            heard = {name: self.read_until(streams[name], lambda m: m.get("params") == after) for name in ("alice", "bob")}
             completes = {name: [m["params"]["elicitationId"] for m in seen
                                 if m.get("method") == "notifications/elicitation/complete"] for name, seen in heard.items()}
             self.assertEqual(completes, {"alice": ["e-alice"], "bob": []}, heard)
@@ -15108,14 +15111,14 @@ class IsolationTests(AggregatorCase):
             self.assertEqual(heard[-1]["params"], {"uri": "fake://desk/info"}, heard)  # desk's, 0.1 s after
             self.assertEqual(self.ask(http, "bob", bob, "resources/unsubscribe", {"uri": "fake://desk/info"})["result"],
                              {})
+            told = {"uri": "fake://desk/info", "title": "told"}  # (told apart from the update a subscribe brings)
             self.assertEqual(self.call(http, "bob", "desk__tell", {"messages": [
-                {"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": "fake://desk/info"}},
-                {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}]}, bob), "told")
-            heard = self.read_until(alice_stream, lambda m: m.get("method") == "notifications/tools/list_changed")
-            self.assertEqual(len([m for m in heard if m.get("method") == "notifications/resources/updated"]), 3, heard)
-            heard = self.read_until(bob_stream, lambda m: m.get("method") == "notifications/tools/list_changed")
-            self.assertFalse([m for m in heard if m.get("method") == "notifications/resources/updated"], heard)
-        self.assertEqual(self.asked(subscribed), ["resources/subscribe fake://desk/info"] * 2)
+                {"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": told}]}, bob), "told")
+            self.read_until(alice_stream, lambda m: m.get("params") == told)  # alice hears it: still subscribed
+            self.assertEqual(self.ask(http, "bob", bob, "resources/subscribe", {"uri": "fake://desk/info"})["result"], {})
+            heard = self.read_until(bob_stream, lambda m: m.get("method") == "notifications/resources/updated")
+            self.assertEqual(heard[-1]["params"], {"uri": "fake://desk/info"}, heard)  # his subscribe's, not the told
+        self.assertEqual(self.asked(subscribed), ["resources/subscribe fake://desk/info"] * 3)
 
     def test_a_session_that_ends_subscribed_lets_the_server_go(self):
         # A session deleted (or expired) while subscribed was struck off, but desk was never told: it went on
