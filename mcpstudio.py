@@ -11086,11 +11086,11 @@ class Downstream:
         if self.source.events:
             self.source.events.server_log(level, data, logger, owner)
 
-    def updated(self, params, owner=None):
-        """A server's `notifications/resources/updated`: the client's subscription, passed on (an isolated
-        process's only to its owner)."""
+    def updated(self, params, server_id, owner=None):
+        """The server `server_id`'s `notifications/resources/updated`: the client's subscription, passed on (an
+        isolated process's only to its owner)."""
         if self.source.events:
-            self.source.events.source_notification("notifications/resources/updated", params, owner)
+            self.source.events.source_notification("notifications/resources/updated", params, owner, server_id)
 
 
 LISTEN_AGAIN = 2.0                # seconds before a 2026-07-28 server's ended subscriptions/listen is opened again
@@ -11192,7 +11192,7 @@ class BackChannel:
             if asking:
                 asking.cancel()
         elif method == "notifications/resources/updated":
-            self.downstream.updated(params, self.owner)
+            self.downstream.updated(params, self.server_id, self.owner)
         elif method == "notifications/elicitation/complete":
             self._complete(method, params)
         elif method == "notifications/progress":
@@ -13565,21 +13565,27 @@ class Server:
                 if wanted.get(key):
                     ctx.notify(method, {"_meta": {META_SUBSCRIPTION: ctx.request_id}})
 
-    def source_notification(self, method, params, owner=None):
+    def source_notification(self, method, params, owner=None, server=None):
         """A notification from a source for every client (a subscribed resource was updated; an isolated
-        process's: its owner's only); a 2026-07-28 client hears of the resources its subscriptions/listen names."""
+        process's: its owner's only) at the URLs that serve `server`, the id of the server that sent it (see
+        hearing); a 2026-07-28 client hears of the resources its subscriptions/listen names."""
         updated = method == "notifications/resources/updated"  # for who subscribed to its URI alone
-        for server in self.hearing():
-            for session in server.sessions:
+        for heard in self.hearing(server):
+            for session in heard.sessions:
                 if owned_by(session, owner) and (not updated or self.subscribed(params.get("uri"), session)):
                     session.notify(method, params)
-            for ctx, granted in list(server.subscriptions):
+            for ctx, granted in list(heard.subscriptions):
                 if params.get("uri") in granted.get("resourceSubscriptions", ()) and owned_by(ctx.session, owner):
                     ctx.notify(method, dict(params, _meta={META_SUBSCRIPTION: ctx.request_id}))
 
-    def hearing(self):
-        """This Server and each /mcp/<namespace> URL's: they share the servers, whose notifications come here."""
-        return [self] + [hub.events for hub in self.views if isinstance(hub.events, Server)]
+    def hearing(self, server_id=None):
+        """The Servers whose sessions hear what the server `server_id` says outside any call: of this one (/mcp's)
+        and each /mcp/<namespace> URL's (they share the servers, whose notifications come here), those whose
+        namespace has it; None (mcpstudio's own line): this one."""
+        if server_id is None:
+            return [self]
+        hubs = [source for source in self.catalog.sources if isinstance(source, Aggregator)] + self.views
+        return [hub.events for hub in hubs if isinstance(hub.events, Server) and server_id in hub.upstreams]
 
     def server_log(self, level, text, logger, owner=None):
         """A server's log line that names no call (a shared server over stdio says whose call it is of nothing).
@@ -13591,18 +13597,20 @@ class Server:
                                logger)
             self.log.debug("server %s's log line for no session: %s", logger, text)
             return
-        self.source_log(level, text, logger, owner)
+        self.source_log(level, text, logger, owner, server=logger)
 
-    def source_log(self, level, text, logger="mcpstudio", owner=None, meta=None):
-        """A log line from a source, forwarded to clients that asked for that level; an isolated process's
+    def source_log(self, level, text, logger="mcpstudio", owner=None, meta=None, server=None):
+        """A log line from a source, forwarded to clients that asked for that level, at the URLs that serve
+        `server` (the id of the server that said it; None: mcpstudio's own line, this URL's); an isolated process's
         (`owner`) only to its person's (or session's) sessions, never held for a later client. A line nobody
-        heard is held for the first client only while people do not sign in over HTTP: a later session may be
-        anyone's (stdio has one client)."""
-        sessions = [session for server in self.hearing() for session in server.sessions]
+        heard is held for this URL's first client only while people do not sign in over HTTP: a later session may
+        be anyone's (stdio has one client)."""
+        hearing = self.hearing(server)
+        sessions = [session for heard in hearing for session in heard.sessions]
         for session in sessions:
             if owned_by(session, owner):
                 session.log_to_client(level, text, logger, meta)
-        if not sessions and owner is None and not self.team and len(self._held_logs) < 100:
+        if not sessions and self in hearing and owner is None and not self.team and len(self._held_logs) < 100:
             self._held_logs.append((level, text, logger, meta))
 
     # -- methods ------------------------------------------------------------------

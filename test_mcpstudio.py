@@ -18383,6 +18383,65 @@ class NamespaceUrlTests(AggregatorCase):
             self.assertEqual(self.call(http, "/mcp/personal", "echo", {"text": "me"}), "personal: me")
             self.assertEqual(self.call(http, "/mcp/work", "echo", {"text": "me"}), "work: me")
 
+    def test_a_namespace_url_hears_only_its_own_servers(self):
+        # A server's log line that names no call and its resources/updated went to the sessions of every URL:
+        # /mcp (work, desk) heard play's toy, and /mcp/play heard desk's update of a URI that toy lists too. Now
+        # each URL's sessions hear only the servers of its namespace.
+        from http.client import HTTPConnection
+        fake = [self.fake, "--name", "same", "--only", "tell", "--tell"]  # both list fake://same/info
+        path = os.path.join(self.dir, "ns.json")
+        with open(path, "w") as f:
+            json.dump({"mcpServers": {"desk": {"command": PY, "args": fake}, "toy": {"command": PY, "args": fake}},
+                       "namespaces": {"work": ["desk"], "play": ["toy"]}, "defaultNamespace": "work"}, f)
+        with HttpServerProcess("--config", path, "--no-manager-tools", env=self.env) as http:
+            sessions, streams = {}, {}
+
+            def ask(url, method, params):
+                http.path = url
+                status, _, text = http.post({"jsonrpc": "2.0", "id": 2, "method": method, "params": params},
+                                            session=sessions[url])
+                self.assertEqual(status, 200, text)
+                return http.messages(text)[-1]
+
+            def read_until(url, marker):  # what the session's GET stream says up to the update told `marker`
+                seen, deadline = [], time.monotonic() + WAIT
+                while not (seen and (seen[-1].get("params") or {}).get("title") == marker):
+                    self.assertLess(time.monotonic(), deadline, seen)
+                    line = streams[url].readline().decode()
+                    self.assertTrue(line, seen)
+                    if line.startswith("data:") and line[5:].strip():
+                        seen.append(json.loads(line[5:]))
+                return [words for words in map(told, seen) if words]
+
+            def told(message):  # a line of desk's or toy's, or the title of an update told (not a subscribe's)
+                params = message.get("params") or {}
+                if message.get("method") == "notifications/message" and params.get("logger") in ("desk", "toy"):
+                    return params.get("data")
+                return params.get("title") if message.get("method") == "notifications/resources/updated" else None
+
+            def tell(url, server, words):  # a log line, then an update of fake://same/info titled the same
+                self.assertIn("told", json.dumps(ask(url, "tools/call", {"name": server + "__tell", "arguments": {
+                    "messages": [{"jsonrpc": "2.0", "method": "notifications/message", "params": {
+                        "level": "info", "logger": server, "data": words}},
+                        {"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {
+                            "uri": "fake://same/info", "title": words}}]}})))
+            for url in ("/mcp", "/mcp/play"):
+                http.path = url
+                sessions[url] = http.initialize_session()
+                self.assertEqual(ask(url, "logging/setLevel", {"level": "info"})["result"], {})
+                connection = HTTPConnection("127.0.0.1", http.port, timeout=WAIT)
+                self.addCleanup(connection.close)
+                connection.request("GET", url, headers={"Accept": "text/event-stream", "Mcp-Session-Id": sessions[url]})
+                streams[url] = connection.getresponse()
+                self.assertEqual(streams[url].status, 200)
+                self.assertEqual(ask(url, "resources/subscribe", {"uri": "fake://same/info"})["result"], {})
+            tell("/mcp/play", "toy", "toy's")
+            self.assertEqual(read_until("/mcp/play", "toy's"), ["toy's", "toy's"])  # (every session is told at once)
+            tell("/mcp", "desk", "desk's")
+            self.assertEqual(read_until("/mcp", "desk's"), ["desk's", "desk's"])  # toy's came first: /mcp heard none
+            tell("/mcp/play", "toy", "toy's again")
+            self.assertEqual(read_until("/mcp/play", "toy's again"), ["toy's again", "toy's again"])  # nor desk's
+
     def test_a_namespace_urls_session_hears_its_servers_list_changes(self):
         from http.client import HTTPConnection
         path = os.path.join(self.dir, "ns.json")
