@@ -13271,6 +13271,9 @@ class Aggregator(Source):
         if uri not in self._uris:
             return None
         upstream = self._upstream(self._uris[uri])
+        if method == "resources/unsubscribe" and upstream.state not in ("starting", "running"):
+            upstream.listen_stream.watched.discard(uri)  # a stopped server holds no subscription: not started for it
+            return {}
         await upstream.ready(ctx)
         if upstream.client.modern:  # no resources/subscribe there: its subscriptions/listen names the URI
             return await upstream.listen_stream.watch(uri, method == "resources/subscribe")

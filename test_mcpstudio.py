@@ -15056,12 +15056,12 @@ class IsolationTests(AggregatorCase):
             heard = self.read_until(stream, lambda m: m.get("method") == "notifications/resources/updated")
             self.assertFalse([m for m in heard if "alice-private" in json.dumps(m)], heard)
 
-    def desk_config(self, subscribed, *more, namespaces=False):
-        """A shared desk (tell; its subscriptions written to `subscribed`) with alice, bob and carol signing in;
-        `namespaces`: work (/mcp) and play, both with desk."""
+    def desk_config(self, subscribed, *more, namespaces=False, only="tell"):
+        """A shared desk (`only` its tools; its subscriptions written to `subscribed`) with alice, bob and carol
+        signing in; `namespaces`: work (/mcp) and play, both with desk."""
         path = os.path.join(self.dir, "watched.json")
         data = {"mcpServers": {"desk": {"command": PY, "args": [
-            self.fake, "--only", "tell", "--tell", "--name", "desk", "--subscribe-file", subscribed] + list(more)}},
+            self.fake, "--only", only, "--tell", "--name", "desk", "--subscribe-file", subscribed] + list(more)}},
             "people": {name: {"tokenSha256": hashlib.sha256(token.encode()).hexdigest()}
                        for name, token in self.TOKENS.items()}}
         if namespaces:
@@ -15139,6 +15139,36 @@ class IsolationTests(AggregatorCase):
             self.assertTrue(wait_until(lambda: len(self.asked(subscribed)) > 2, WAIT), self.asked(subscribed))
         self.assertEqual(self.asked(subscribed), ["resources/subscribe fake://desk/info"] * 2
                          + ["resources/unsubscribe fake://desk/info"])
+
+    def test_a_session_that_ends_subscribed_starts_no_stopped_server(self):
+        # alice's session ended subscribed after desk had crashed: the unsubscribe that lets desk go started it
+        # again, only to tell it (a server that is not running holds no subscription). Now it is left stopped.
+        subscribed = os.path.join(self.dir, "subscribed")
+        with HttpServerProcess("serve", "--config", self.desk_config(subscribed, "--pidfile", self.pids,
+                                                                     only="tell,crash"),
+                               "--no-manager-tools", env=self.env) as http:
+            alice = self.open_session(http, "alice")
+            self.assertEqual(self.ask(http, "alice", alice, "resources/subscribe", {"uri": "fake://desk/info"})[
+                "result"], {})
+            http.post({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "desk__crash",
+                                                                                     "arguments": {}}},
+                      session=alice, headers={"Authorization": "Bearer " + self.TOKENS["alice"]})
+
+            def desk():
+                import urllib.request
+                asked = urllib.request.Request("http://127.0.0.1:%d/health" % http.port,
+                                               headers={"Authorization": "Bearer " + self.TOKENS["carol"]})
+                with urllib.request.urlopen(asked, timeout=WAIT) as response:
+                    return json.loads(response.read().decode())["servers"]["desk"]
+            self.assertTrue(wait_until(lambda: desk() == "crashed", WAIT), desk())
+            status = http.post(None, session=alice, method="DELETE",
+                               headers={"Authorization": "Bearer " + self.TOKENS["alice"]})[0]
+            self.assertEqual(status, 200)
+            self.assertEqual(desk(), "crashed")  # (the unsubscribe is under way before a later request is read)
+            self.assertFalse(wait_until(lambda: desk() != "crashed", 3), desk())
+        with open(self.pids) as f:
+            self.assertEqual(len(f.readlines()), 1)  # desk started once
+        self.assertEqual(self.asked(subscribed), ["resources/subscribe fake://desk/info"])
 
     def test_a_subscribe_in_flight_keeps_the_server_subscribed(self):
         # bob's resources/subscribe was counted only once desk answered it: alice, the last holder until then,
