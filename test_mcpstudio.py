@@ -18472,6 +18472,41 @@ class NamespaceUrlTests(AggregatorCase):
             tell("/mcp/play", "toy", "toy's again")
             self.assertEqual(read_until("/mcp/play", "toy's again"), ["toy's again", "toy's again"])  # nor desk's
 
+    def test_a_line_nobody_heard_is_kept_only_for_a_url_of_its_server(self):
+        # A line that names no call, said while no session was open, was kept for /mcp's next client even when
+        # only another namespace has its server (play's toy): that client heard it. Now /mcp keeps only its own
+        # servers' lines (desk's).
+        from http.client import HTTPConnection
+        fake = [self.fake, "--only", "tell", "--tell"]
+        path = os.path.join(self.dir, "ns.json")
+        with open(path, "w") as f:
+            json.dump({"mcpServers": {"desk": {"command": PY, "args": fake}, "toy": {"command": PY, "args": fake}},
+                       "namespaces": {"work": ["desk"], "play": ["toy"]}, "defaultNamespace": "work"}, f)
+        with HttpServerProcess("--config", path, "--no-manager-tools", env=self.env) as http:
+            for url, server in (("/mcp/play", "toy"), ("/mcp", "desk")):  # 2026-07-28 calls: no session is open
+                self.assertEqual(self.call(http, url, server + "__tell", {"messages": [{
+                    "jsonrpc": "2.0", "method": "notifications/message", "params": {
+                        "level": "warning", "logger": server, "data": server + "'s line"}}]}), "told")
+                self.assertEqual(self.call(http, url, server + "__tell", {"messages": []}), "told")  # after the line
+            http.path = "/mcp"
+            status, headers, text = http.post({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}})
+            self.assertEqual(status, 200, text)
+            session = headers["mcp-session-id"]
+            connection = HTTPConnection("127.0.0.1", http.port, timeout=WAIT)
+            self.addCleanup(connection.close)
+            connection.request("GET", "/mcp", headers={"Accept": "text/event-stream", "Mcp-Session-Id": session})
+            stream = connection.getresponse()
+            self.assertEqual(stream.status, 200)
+            http.post({"jsonrpc": "2.0", "method": "notifications/initialized"}, session=session)
+            heard = []
+            while "desk's line" not in heard:  # the lines kept for it, in the order they were said
+                line = stream.readline().decode()
+                self.assertTrue(line, heard)
+                if line.startswith("data:") and line[5:].strip():
+                    heard.append((json.loads(line[5:]).get("params") or {}).get("data"))
+            self.assertNotIn("toy's line", heard)
+
     def test_a_namespace_urls_session_hears_its_servers_list_changes(self):
         from http.client import HTTPConnection
         path = os.path.join(self.dir, "ns.json")
