@@ -11124,16 +11124,16 @@ class Downstream:
             self.source.events.source_changed(self.source)
 
     def forward_log(self, level, data, logger, owner=None):
-        """A log line from an upstream, forwarded with the server id as logger; `owner`: an isolated process's
-        (Upstream.owner), whose lines only that person's (or session's) sessions are told."""
+        """A log line from an upstream that names no call, forwarded with the server id as logger; `owner`: an
+        isolated process's (Upstream.owner), whose lines only that person's (or session's) sessions are told."""
         if self.source.events:
-            self.source.events.source_log(level, data, logger, owner)
+            self.source.events.server_log(level, data, logger, owner)
 
-    def updated(self, params, owner=None):
-        """A server's `notifications/resources/updated`: the client's subscription, passed on (an isolated
-        process's only to its owner)."""
+    def updated(self, params, server_id, owner=None):
+        """The server `server_id`'s `notifications/resources/updated`: the client's subscription, passed on (an
+        isolated process's only to its owner)."""
         if self.source.events:
-            self.source.events.source_notification("notifications/resources/updated", params, owner)
+            self.source.events.source_notification("notifications/resources/updated", params, owner, server_id)
 
 
 LISTEN_AGAIN = 2.0                # seconds before a 2026-07-28 server's ended subscriptions/listen is opened again
@@ -11235,7 +11235,7 @@ class BackChannel:
             if asking:
                 asking.cancel()
         elif method == "notifications/resources/updated":
-            self.downstream.updated(params, self.owner)
+            self.downstream.updated(params, self.server_id, self.owner)
         elif method == "notifications/elicitation/complete":
             self._complete(method, params)
         elif method == "notifications/progress":
@@ -11245,7 +11245,8 @@ class BackChannel:
                 ctx.progress(params["progress"], params.get("total"), params.get("message"))
         elif method == "notifications/message":
             level = params.get("level") if params.get("level") in LOG_LEVELS else "info"
-            if cause is not None:  # on the stream of a call: that call's, told its client alone (its own stream)
+            cause = cause or self._named(params)
+            if cause is not None:  # on a call's stream or naming it: that call's, told its client alone
                 cause.log(level, params.get("data"), self.server_id)
             else:
                 self.downstream.forward_log(level, params.get("data"), self.server_id, self.owner)  # the id as logger
@@ -11256,12 +11257,9 @@ class BackChannel:
         """The call a request of the server's belongs to when no stream says (stdio): the one whose progress token
         or server task (io.modelcontextprotocol/related-task) its `_meta` names; else the latest call in flight,
         if every call in flight is one person's. Calls of several people: McpError (refused, never guessed)."""
-        meta = _object(params.get("_meta"))
-        token, task = meta.get("progressToken"), _object(meta.get(RELATED_TASK)).get("taskId")
-        if isinstance(token, ID_TYPES) and token in self.progress:
-            return self.progress[token]
-        if isinstance(task, str) and task in self.tasks:
-            return self.tasks[task]
+        named = self._named(params)
+        if named:
+            return named
         people = {getattr(ctx.session, "person", None) for ctx in self.calls if ctx is not None}
         if len(people) > 1:
             self.log.warning("server `%s` sent %s during calls of %d people, naming none of them: refused (whose it "
@@ -11271,6 +11269,17 @@ class BackChannel:
                            "call's progressToken in _meta), so it is refused rather than put to the wrong person"
                            % method)
         return self.calls[-1] if self.calls else None
+
+    def _named(self, params):
+        """The call whose progress token or server task (io.modelcontextprotocol/related-task) a message's `_meta`
+        names; None if it names none in flight."""
+        meta = _object(params.get("_meta"))
+        token, task = meta.get("progressToken"), _object(meta.get(RELATED_TASK)).get("taskId")
+        if isinstance(token, ID_TYPES) and token in self.progress:
+            return self.progress[token]
+        if isinstance(task, str) and task in self.tasks:
+            return self.tasks[task]
+        return None
 
     def _outside_calls(self, method):
         """Whom what the server sends outside any call goes to: mcpstudio's client (over --http the first), or for
@@ -13356,6 +13365,9 @@ class Aggregator(Source):
         if uri not in self._uris:
             return None
         upstream = self._upstream(self._uris[uri])
+        if method == "resources/unsubscribe" and upstream.state not in ("starting", "running"):
+            upstream.listen_stream.watched.discard(uri)  # a stopped server holds no subscription: not started for it
+            return {}
         await upstream.ready(ctx)
         if upstream.client.modern:  # no resources/subscribe there: its subscriptions/listen names the URI
             return await upstream.listen_stream.watch(uri, method == "resources/subscribe")
@@ -13478,12 +13490,43 @@ def _page(key, items, params):
     return result
 
 
+class Subscribers:
+    """Who subscribed to which resource URI: handshake-era Sessions and 2026-07-28 listens' CallContexts. One for
+    the process: /mcp and each /mcp/<namespace> URL share the servers, so a server is told to stop sending a URI's
+    updates only when its last holder at any URL lets go."""
+
+    def __init__(self):
+        self.holders = {}  # resource URI -> the set of its holders
+
+    def add(self, uri, holder):
+        self.holders.setdefault(uri, set()).add(holder)
+
+    def holds(self, uri, holder):
+        return holder in self.holders.get(uri, ())
+
+    def discard(self, uri, holder):
+        """`holder` lets go of `uri`: whether nobody holds it now (the server may stop sending its updates)."""
+        holders = self.holders.get(uri, set())
+        holders.discard(holder)
+        if holders:
+            return False
+        self.holders.pop(uri, None)
+        return True
+
+    def forget(self, holder):
+        """`holder` ended: the URIs it held that nobody holds now."""
+        return [uri for uri, holders in list(self.holders.items()) if holder in holders and self.discard(uri, holder)]
+
+
 class Server:
     """The MCP methods over a Catalog, for one client session."""
 
     def __init__(self, catalog: Catalog, log: Log, title="mcpstudio", instructions=None,
-                 guard: Guard | None = None, search=None):
+                 guard: Guard | None = None, search=None, subscribers: Subscribers | None = None, team=False):
+        """`subscribers`: /mcp's, for a /mcp/<namespace> URL's Server (one registry for the servers they share);
+        `team`: people sign in to it over HTTP (a team gateway: a session may be anyone's)."""
         self.catalog = catalog
+        self.team = team
         self.guard = guard or Guard(log)
         self.log = log
         log.mask_by(catalog)  # a tools/call's secret arguments, by its tool's schema
@@ -13526,7 +13569,7 @@ class Server:
         self._modern_methods = None  # 2026-07-28's methods, built on the first request of that era
         self._snapshots = {}  # listing key -> what its last first page was cut from
         self.subscriptions = []  # (CallContext of a subscriptions/listen, what it subscribed to)
-        self.subscribers = {}    # resource URI -> who subscribed to it: handshake-era Sessions, listens' CallContexts
+        self.subscribers = subscribers or Subscribers()  # who subscribed to which URI, at every URL of the process
 
     def start(self, session=None):
         """Begin the sources' background work, their changes reported here; `session`: the one client (stdio;
@@ -13575,10 +13618,8 @@ class Server:
         if session in self.sessions:
             self.sessions.remove(session)
         self.tasks.forget(session)
-        for uri, holders in list(self.subscribers.items()):  # its subscriptions end
-            holders.discard(session)
-            if not holders:
-                del self.subscribers[uri]
+        for uri in self.subscribers.forget(session):  # its subscriptions end; the server hears of the last one's
+            asyncio.ensure_future(_quietly(self.catalog.subscribe("resources/unsubscribe", uri, None)))
         for source in self.catalog.sources:  # an Aggregator: the session's own servers stop
             source.sweep_instances(session)
 
@@ -13621,25 +13662,52 @@ class Server:
                 if wanted.get(key):
                     ctx.notify(method, {"_meta": {META_SUBSCRIPTION: ctx.request_id}})
 
-    def source_notification(self, method, params, owner=None):
+    def source_notification(self, method, params, owner=None, server=None):
         """A notification from a source for every client (a subscribed resource was updated; an isolated
-        process's: its owner's only); a 2026-07-28 client hears of the resources its subscriptions/listen names."""
+        process's: its owner's only) at the URLs that serve `server`, the id of the server that sent it (see
+        hearing); a 2026-07-28 client hears of the resources its subscriptions/listen names."""
         updated = method == "notifications/resources/updated"  # for who subscribed to its URI alone
-        for session in self.sessions:
-            if owned_by(session, owner) and (not updated or self.subscribed(params.get("uri"), session)):
-                session.notify(method, params)
-        for ctx, granted in list(self.subscriptions):
-            if params.get("uri") in granted.get("resourceSubscriptions", ()) and owned_by(ctx.session, owner):
-                ctx.notify(method, dict(params, _meta={META_SUBSCRIPTION: ctx.request_id}))
+        for heard in self.hearing(server):
+            for session in heard.sessions:
+                if owned_by(session, owner) and (not updated or self.subscribed(params.get("uri"), session)):
+                    session.notify(method, params)
+            for ctx, granted in list(heard.subscriptions):
+                if params.get("uri") in granted.get("resourceSubscriptions", ()) and owned_by(ctx.session, owner):
+                    ctx.notify(method, dict(params, _meta={META_SUBSCRIPTION: ctx.request_id}))
 
-    def source_log(self, level, text, logger="mcpstudio", owner=None, meta=None):
-        """A log line from a source, forwarded to clients that asked for that level; an isolated process's
+    def hearing(self, server_id=None):
+        """The Servers whose sessions hear what the server `server_id` says outside any call: of this one (/mcp's)
+        and each /mcp/<namespace> URL's (they share the servers, whose notifications come here), those whose
+        namespace has it; None (mcpstudio's own line): this one."""
+        if server_id is None:
+            return [self]
+        hubs = [source for source in self.catalog.sources if isinstance(source, Aggregator)] + self.views
+        return [hub.events for hub in hubs if isinstance(hub.events, Server) and server_id in hub.upstreams]
+
+    def server_log(self, level, text, logger, owner=None):
+        """A server's log line that names no call (a shared server over stdio says whose call it is of nothing).
+        People signing in to a team gateway: it could be anyone's, so no session is told (mcpstudio's log at
+        --debug has it); an isolated process's goes to its owner; else to every client (source_log)."""
+        if owner is None and self.team:
+            self.log.warn_once("server `%s` is shared and sends log lines that name no call: people sign in, so "
+                               "they go to no session (send them on the call's stream or with its progressToken)",
+                               logger)
+            self.log.debug("server %s's log line for no session: %s", logger, text)
+            return
+        self.source_log(level, text, logger, owner, server=logger)
+
+    def source_log(self, level, text, logger="mcpstudio", owner=None, meta=None, server=None):
+        """A log line from a source, forwarded to clients that asked for that level, at the URLs that serve
+        `server` (the id of the server that said it; None: mcpstudio's own line, this URL's); an isolated process's
         (`owner`) only to its person's (or session's) sessions, never held for a later client. A line nobody
-        heard is held for the first client only while no person signs in: a later session may be anyone's."""
-        for session in self.sessions:
+        heard is held for this URL's first client only while people do not sign in over HTTP: a later session may
+        be anyone's (stdio has one client)."""
+        hearing = self.hearing(server)
+        sessions = [session for heard in hearing for session in heard.sessions]
+        for session in sessions:
             if owned_by(session, owner):
                 session.log_to_client(level, text, logger, meta)
-        if not self.sessions and owner is None and not self.guard.sign_in and len(self._held_logs) < 100:
+        if not sessions and self in hearing and owner is None and not self.team and len(self._held_logs) < 100:
             self._held_logs.append((level, text, logger, meta))
 
     # -- methods ------------------------------------------------------------------
@@ -13907,20 +13975,22 @@ class Server:
         One server connection carries everyone's subscriptions: its updates go only to who subscribed, and the
         server is told to stop only when the last of them unsubscribes (one person's unsubscribe never ends
         another's subscription)."""
-        if on:
-            result = await self.catalog.subscribe("resources/subscribe", uri, ctx)  # -32002: nothing held
-            self.subscribers.setdefault(uri, set()).add(holder)
-            return result
-        holders = self.subscribers.get(uri, set())
-        holders.discard(holder)
-        if holders:
+        if on:  # recorded first: an unsubscribe of the last other holder meanwhile must not end this one
+            held = self.subscribers.holds(uri, holder)
+            self.subscribers.add(uri, holder)
+            try:
+                return await self.catalog.subscribe("resources/subscribe", uri, ctx)  # -32002: nothing held
+            except BaseException:
+                if not held:
+                    self.subscribers.discard(uri, holder)
+                raise
+        if not self.subscribers.discard(uri, holder):
             return {}
-        self.subscribers.pop(uri, None)
         return await self.catalog.subscribe("resources/unsubscribe", uri, ctx)
 
     def subscribed(self, uri, holder):
         """Whether `holder` subscribed to `uri` (its resources/updated is for it)."""
-        return isinstance(uri, str) and holder in self.subscribers.get(uri, ())
+        return isinstance(uri, str) and self.subscribers.holds(uri, holder)
 
     async def complete(self, params, ctx):
         """`completion/complete`: routed by its reference to the server that owns the prompt or template."""
@@ -16222,7 +16292,8 @@ def _build_server(options, words, log: Log, config, runner=None, primary: Server
         guard = Guard(log, dict(rules, rateLimit=limits["rate_limit"]) if limits.get("rate_limit") else rules, audit,
                       metrics, stats, limits.get("http_rate_limit", ())[:2], opened, sign_in)
     server = Server(Catalog([settings.outputs] + sources, max_name), log, title="mcpstudio: %s" % ", ".join(titles),
-                    instructions=instructions, guard=guard, search=search)
+                    instructions=instructions, guard=guard, search=search,
+                    subscribers=primary.subscribers if primary else None, team=bool(options.get("http") and sign_in))
     return server, runner
 
 

@@ -12620,7 +12620,12 @@ def fake_server(args):
                 send({"jsonrpc": "2.0", "id": "unprompted-" + method, "method": method, "params": {
                     "message": "Your password?", "requestedSchema": {"type": "object", "properties": {}},
                     "messages": [], "maxTokens": 5}})
-        if message.get("method") == "tools/call" and message["params"]["name"] in ("sleep", "ask"):
+            if opt("--hello"):  # a log line of its own, said as it starts (before any call)
+                send({"jsonrpc": "2.0", "method": "notifications/message", "params": {
+                    "level": "warning", "logger": NAME, "data": opt("--hello")}})
+        if message.get("method") == "resources/subscribe" and opt("--subscribe-delay"):  # answered this late
+            threading.Timer(float(opt("--subscribe-delay")), handle, (message,)).start()
+        elif message.get("method") == "tools/call" and message["params"]["name"] in ("sleep", "ask"):
             threading.Thread(target=handle, args=(message,), daemon=True).start()
         else:
             handle(message)
@@ -15087,13 +15092,16 @@ class IsolationTests(AggregatorCase):
             http.post({"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "accept"}}, session=sessions["alice"],
                       headers=auth)
             self.assertIn('"accept"', text_of(self.read_until(call, lambda m: "result" in m)[-1]["result"]))
+            for name in ("alice", "bob"):  # desk's update of it (told after the completes) ends what each reads
+                self.assertEqual(self.ask(http, name, sessions[name], "resources/subscribe", {
+                    "uri": "fake://desk/info"})["result"], {})
+            after = {"uri": "fake://desk/info", "title": "after the completes"}  # (not a subscribe's own update)
             self.assertEqual(self.call(http, "bob", "desk__tell", {"messages": [
                 {"jsonrpc": "2.0", "method": "notifications/elicitation/complete", "params": {"elicitationId": "e-other"}},
                 {"jsonrpc": "2.0", "method": "notifications/elicitation/complete", "params": {"elicitationId": "e-alice"}},
-                {"jsonrpc": "2.0", "method": "notifications/message", "params": {
-                    "level": "info", "logger": "desk", "data": "after the completes"}}]}, sessions["bob"]), "told")
-            heard = {name: self.read_until(streams[name], lambda m: (m.get("params") or {}).get("data") == "after the completes")
-                     for name in ("alice", "bob")}
+                {"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": after}]}, sessions["bob"]),
+                "told")
+            heard = {name: self.read_until(streams[name], lambda m: m.get("params") == after) for name in ("alice", "bob")}
             completes = {name: [m["params"]["elicitationId"] for m in seen
                                 if m.get("method") == "notifications/elicitation/complete"] for name, seen in heard.items()}
             self.assertEqual(completes, {"alice": ["e-alice"], "bob": []}, heard)
@@ -15103,7 +15111,7 @@ class IsolationTests(AggregatorCase):
     def test_a_shared_servers_log_line_of_a_call_reaches_only_its_caller(self):
         # A shared URL server's log line on the stream of alice's call (notifications/message: her call's, her
         # data) went to every session, bob's GET stream too. Now it reaches alice on her call's own stream and bob
-        # hears nothing of it; a line that names no call (desk's, over stdio) still reaches everyone.
+        # hears nothing of it (desk's list_changed, over stdio, reaches everyone: bob has read all before it).
         crm = RecordingMcpServer()
         self.addCleanup(crm.close)
         path = os.path.join(self.dir, "shared.json")
@@ -15119,10 +15127,12 @@ class IsolationTests(AggregatorCase):
                 "name": "crm__whoami", "arguments": {"say": "alice-private line"}}}, session=sessions["alice"],
                 headers={"Authorization": "Bearer " + self.TOKENS["alice"]})
             self.assertEqual(status, 200, text)
-            self.assertEqual(self.call(http, "bob", "desk__tell", {"messages": [
-                {"jsonrpc": "2.0", "method": "notifications/message", "params": {
-                    "level": "info", "logger": "desk", "data": "for everyone"}}]}, sessions["bob"]), "told")
-            heard = self.read_until(stream, lambda m: (m.get("params") or {}).get("data") == "for everyone")
+            self.assertEqual(self.call(http, "bob", "desk__tell", {"messages": []},
+                                       sessions["bob"]), "told")
+            status, _, answer = http.post({"jsonrpc": "2.0", "id": 8, "method": "resources/subscribe", "params": {
+                "uri": "fake://fake/info"}}, session=sessions["bob"], headers={"Authorization": "Bearer " + self.TOKENS["bob"]})
+            self.assertEqual(status, 200, answer)  # desk's update of it comes 0.1 s later, after all of alice's call
+            heard = self.read_until(stream, lambda m: m.get("method") == "notifications/resources/updated")
             self.assertFalse([m for m in heard if "alice-private" in json.dumps(m)], heard)
             messages = http.messages(text)
             self.assertEqual([(m["params"]["logger"], m["params"]["data"]) for m in messages
@@ -15152,17 +15162,17 @@ class IsolationTests(AggregatorCase):
                 return http.messages(text)[-1]
             self.assertEqual(ask("alice", "resources/subscribe", {"uri": "fake://desk/info"})["result"], {})
             self.assertEqual(ask("bob", "resources/unsubscribe", {"uri": "fake://desk/info"})["result"], {})
+            told = {"uri": "fake://desk/info", "title": "told"}  # (told apart from the update a subscribe brings)
             self.assertEqual(self.call(http, "bob", "desk__tell", {"messages": [
-                {"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": "fake://desk/info"}},
-                {"jsonrpc": "2.0", "method": "notifications/message", "params": {
-                    "level": "info", "logger": "desk", "data": "after the update"}}]}, sessions["bob"]), "told")
-            heard = {name: [m["params"]["uri"] for m in self.read_until(
-                streams[name], lambda m: (m.get("params") or {}).get("data") == "after the update")
-                if m.get("method") == "notifications/resources/updated"] for name in ("bob", "alice")}
-            self.assertEqual(heard["bob"], [], heard)
-            self.assertIn("fake://desk/info", heard["alice"])
+                {"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": told}]}, sessions["bob"]),
+                "told")
+            heard = {"alice": self.read_until(streams["alice"], lambda m: m.get("params") == told)}
+            self.assertEqual(ask("bob", "resources/subscribe", {"uri": "fake://desk/info"})["result"], {})
+            heard["bob"] = self.read_until(streams["bob"], lambda m: m.get("method") == "notifications/resources/updated")
+            self.assertEqual([m["params"] for m in heard["bob"] if m.get("method") == "notifications/resources/updated"],
+                             [{"uri": "fake://desk/info"}], heard)  # his own subscribe's only
         with open(subscribed) as f:
-            self.assertEqual(f.read().splitlines(), ["resources/subscribe fake://desk/info"])
+            self.assertEqual(f.read().splitlines(), ["resources/subscribe fake://desk/info"] * 2)
 
     def test_a_log_line_nobody_heard_is_not_kept_for_the_next_person(self):
         # A shared server's log line that names no call, said while no session is open (alice calls in the
@@ -15186,11 +15196,188 @@ class IsolationTests(AggregatorCase):
             session = headers["mcp-session-id"]
             stream = self.listen(http, "bob", session)
             http.post({"jsonrpc": "2.0", "method": "notifications/initialized"}, session=session, headers=auth)
-            self.assertEqual(self.call(http, "bob", "desk__tell", {"messages": [
-                {"jsonrpc": "2.0", "method": "notifications/message", "params": {
-                    "level": "info", "logger": "desk", "data": "for everyone"}}]}, session), "told")
-            heard = self.read_until(stream, lambda m: (m.get("params") or {}).get("data") == "for everyone")
+            status, _, text = http.post({"jsonrpc": "2.0", "id": 2, "method": "resources/subscribe", "params": {
+                "uri": "fake://fake/info"}}, session=session, headers=auth)
+            self.assertEqual(status, 200, text)  # desk's update of it, 0.1 s later, ends what bob reads
+            heard = self.read_until(stream, lambda m: m.get("method") == "notifications/resources/updated")
             self.assertFalse([m for m in heard if "alice-private" in json.dumps(m)], heard)
+
+    def desk_config(self, subscribed, *more, namespaces=False, only="tell"):
+        """A shared desk (`only` its tools; its subscriptions written to `subscribed`) with alice, bob and carol
+        signing in; `namespaces`: work (/mcp) and play, both with desk."""
+        path = os.path.join(self.dir, "watched.json")
+        data = {"mcpServers": {"desk": {"command": PY, "args": [
+            self.fake, "--only", only, "--tell", "--name", "desk", "--subscribe-file", subscribed] + list(more)}},
+            "people": {name: {"tokenSha256": hashlib.sha256(token.encode()).hexdigest()}
+                       for name, token in self.TOKENS.items()}}
+        if namespaces:
+            data.update(namespaces={"work": ["desk"], "play": ["desk"]}, defaultNamespace="work")
+        with open(path, "w") as f:
+            json.dump(data, f)
+        return path
+
+    def ask(self, http, name, session, method, params):
+        status, _, text = http.post({"jsonrpc": "2.0", "id": 3, "method": method, "params": params},
+                                    session=session, headers={"Authorization": "Bearer " + self.TOKENS[name]})
+        self.assertEqual(status, 200, text)
+        return http.messages(text)[-1]
+
+    def listen_at(self, http, name, session):
+        """The GET stream of `name`'s session at http.path (/mcp or /mcp/<namespace>)."""
+        from http.client import HTTPConnection
+        connection = HTTPConnection("127.0.0.1", http.port, timeout=WAIT)
+        self.addCleanup(connection.close)
+        connection.request("GET", http.path, headers={"Accept": "text/event-stream", "Mcp-Session-Id": session,
+                                                      "Authorization": "Bearer " + self.TOKENS[name]})
+        stream = connection.getresponse()
+        self.assertEqual(stream.status, 200)
+        return stream
+
+    def asked(self, subscribed):
+        with open(subscribed) as f:
+            return f.read().splitlines()
+
+    def test_a_subscription_is_one_across_the_urls(self):
+        # /mcp and /mcp/play share desk's process, but each URL counted its own subscribers: bob's unsubscribe at
+        # /mcp/play (his last) told desk to stop, ending alice's at /mcp. And bob's session at /mcp/play never heard
+        # a resources/updated (only /mcp's sessions were told). Now the count is one for the process: desk is not
+        # told to unsubscribe, alice still hears updates, and bob heard his while subscribed.
+        subscribed = os.path.join(self.dir, "subscribed")
+        with HttpServerProcess("serve", "--config", self.desk_config(subscribed, namespaces=True),
+                               "--no-manager-tools", env=self.env) as http:
+            alice = self.open_session(http, "alice")
+            alice_stream = self.listen_at(http, "alice", alice)
+            self.assertEqual(self.ask(http, "alice", alice, "resources/subscribe", {"uri": "fake://desk/info"})[
+                "result"], {})
+            http.path = "/mcp/play"
+            bob = self.open_session(http, "bob")
+            bob_stream = self.listen_at(http, "bob", bob)
+            self.assertEqual(self.ask(http, "bob", bob, "resources/subscribe", {"uri": "fake://desk/info"})["result"], {})
+            heard = self.read_until(bob_stream, lambda m: m.get("method") == "notifications/resources/updated")
+            self.assertEqual(heard[-1]["params"], {"uri": "fake://desk/info"}, heard)  # desk's, 0.1 s after
+            self.assertEqual(self.ask(http, "bob", bob, "resources/unsubscribe", {"uri": "fake://desk/info"})["result"],
+                             {})
+            told = {"uri": "fake://desk/info", "title": "told"}  # (told apart from the update a subscribe brings)
+            self.assertEqual(self.call(http, "bob", "desk__tell", {"messages": [
+                {"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": told}]}, bob), "told")
+            self.read_until(alice_stream, lambda m: m.get("params") == told)  # alice hears it: still subscribed
+            self.assertEqual(self.ask(http, "bob", bob, "resources/subscribe", {"uri": "fake://desk/info"})["result"], {})
+            heard = self.read_until(bob_stream, lambda m: m.get("method") == "notifications/resources/updated")
+            self.assertEqual(heard[-1]["params"], {"uri": "fake://desk/info"}, heard)  # his subscribe's, not the told
+        self.assertEqual(self.asked(subscribed), ["resources/subscribe fake://desk/info"] * 3)
+
+    def test_a_session_that_ends_subscribed_lets_the_server_go(self):
+        # A session deleted (or expired) while subscribed was struck off, but desk was never told: it went on
+        # sending updates nobody heard. Now the last holder's end unsubscribes it at the server; one of two does not.
+        subscribed = os.path.join(self.dir, "subscribed")
+        with HttpServerProcess("serve", "--config", self.desk_config(subscribed), "--no-manager-tools",
+                               env=self.env) as http:
+            sessions = {name: self.open_session(http, name) for name in ("alice", "bob")}
+            for name in ("alice", "bob"):
+                self.ask(http, name, sessions[name], "resources/subscribe", {"uri": "fake://desk/info"})
+            for name in ("alice", "bob"):
+                status = http.post(None, session=sessions[name], method="DELETE",
+                                   headers={"Authorization": "Bearer " + self.TOKENS[name]})[0]
+                self.assertEqual(status, 200)
+                if name == "alice":  # bob still holds it: desk is not told (a call goes after any unsubscribe)
+                    self.assertEqual(self.call(http, "carol", "desk__tell", {"messages": []}), "told")
+                    self.assertEqual(self.asked(subscribed), ["resources/subscribe fake://desk/info"] * 2)
+            self.assertTrue(wait_until(lambda: len(self.asked(subscribed)) > 2, WAIT), self.asked(subscribed))
+        self.assertEqual(self.asked(subscribed), ["resources/subscribe fake://desk/info"] * 2
+                         + ["resources/unsubscribe fake://desk/info"])
+
+    def test_a_session_that_ends_subscribed_starts_no_stopped_server(self):
+        # alice's session ended subscribed after desk had crashed: the unsubscribe that lets desk go started it
+        # again, only to tell it (a server that is not running holds no subscription). Now it is left stopped.
+        subscribed = os.path.join(self.dir, "subscribed")
+        with HttpServerProcess("serve", "--config", self.desk_config(subscribed, "--pidfile", self.pids,
+                                                                     only="tell,crash"),
+                               "--no-manager-tools", env=self.env) as http:
+            alice = self.open_session(http, "alice")
+            self.assertEqual(self.ask(http, "alice", alice, "resources/subscribe", {"uri": "fake://desk/info"})[
+                "result"], {})
+            http.post({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "desk__crash",
+                                                                                     "arguments": {}}},
+                      session=alice, headers={"Authorization": "Bearer " + self.TOKENS["alice"]})
+
+            def desk():
+                import urllib.request
+                asked = urllib.request.Request("http://127.0.0.1:%d/health" % http.port,
+                                               headers={"Authorization": "Bearer " + self.TOKENS["carol"]})
+                with urllib.request.urlopen(asked, timeout=WAIT) as response:
+                    return json.loads(response.read().decode())["servers"]["desk"]
+            self.assertTrue(wait_until(lambda: desk() == "crashed", WAIT), desk())
+            status = http.post(None, session=alice, method="DELETE",
+                               headers={"Authorization": "Bearer " + self.TOKENS["alice"]})[0]
+            self.assertEqual(status, 200)
+            self.assertEqual(desk(), "crashed")  # (the unsubscribe is under way before a later request is read)
+            self.assertFalse(wait_until(lambda: desk() != "crashed", 3), desk())
+        with open(self.pids) as f:
+            self.assertEqual(len(f.readlines()), 1)  # desk started once
+        self.assertEqual(self.asked(subscribed), ["resources/subscribe fake://desk/info"])
+
+    def test_a_subscribe_in_flight_keeps_the_server_subscribed(self):
+        # bob's resources/subscribe was counted only once desk answered it: alice, the last holder until then,
+        # unsubscribing meanwhile told desk to stop, and bob (listed as subscribed) heard nothing more. Now bob
+        # counts from the moment he asks, so desk is never told to unsubscribe.
+        subscribed = os.path.join(self.dir, "subscribed")
+        with HttpServerProcess("serve", "--config", self.desk_config(subscribed, "--subscribe-delay", "1.5"),
+                               "--no-manager-tools", env=self.env) as http:
+            sessions = {name: self.open_session(http, name) for name in ("alice", "bob")}
+            self.ask(http, "alice", sessions["alice"], "resources/subscribe", {"uri": "fake://desk/info"})
+            thread = threading.Thread(target=self.ask, args=(http, "bob", sessions["bob"], "resources/subscribe",
+                                                             {"uri": "fake://desk/info"}))
+            thread.start()
+            time.sleep(0.5)  # bob's is in flight (desk answers 1.5 s after it is asked)
+            self.ask(http, "alice", sessions["alice"], "resources/unsubscribe", {"uri": "fake://desk/info"})
+            thread.join(WAIT)
+            self.assertEqual(self.call(http, "carol", "desk__tell", {"messages": []}), "told")
+        self.assertEqual(self.asked(subscribed), ["resources/subscribe fake://desk/info"] * 2)
+
+    def test_a_shared_stdio_servers_line_during_a_call_reaches_no_other_person(self):
+        # A shared server over stdio names no call in its log lines: desk's `echoing alice-private` during alice's
+        # call went to every session, bob's too. With people signing in such a line goes to no session (it could
+        # be anyone's data; mcpstudio's log says so once), nor is it held for a later one.
+        path = os.path.join(self.dir, "e.json")
+        with open(path, "w") as f:
+            json.dump({"mcpServers": {"desk": {"command": PY, "args": [self.fake, "--only", "echo,tell", "--tell"]}},
+                       "people": {name: {"tokenSha256": hashlib.sha256(token.encode()).hexdigest()}
+                                  for name, token in self.TOKENS.items()}}, f)
+        with HttpServerProcess("serve", "--config", path, "--no-manager-tools", env=self.env) as http:
+            sessions = {name: self.open_session(http, name) for name in ("bob", "alice")}
+            stream = self.listen(http, "bob", sessions["bob"])
+            updated = lambda m: m.get("method") == "notifications/resources/updated"  # noqa: E731
+            self.ask(http, "bob", sessions["bob"], "resources/subscribe", {"uri": "fake://fake/info"})
+            self.read_until(stream, updated)  # desk's, 0.1 s after: what came before alice's call is read
+            self.assertEqual(self.call(http, "alice", "desk__echo", {"text": "alice-private"}, sessions["alice"]),
+                             "fake: alice-private")
+            self.call(http, "bob", "desk__tell", {"messages": [{"jsonrpc": "2.0", "method": "notifications/resources/"
+                                                                "updated", "params": {"uri": "fake://fake/info"}}]},
+                      sessions["bob"])
+            heard = self.read_until(stream, updated)  # after desk's echo line, on the same pipe
+            self.assertFalse([m for m in heard if "alice-private" in json.dumps(m)], heard)
+            self.assertIn("server `desk` is shared and sends log lines that name no call: people sign in, so they go "
+                          "to no session", http.stderr_when(lambda text: "name no call" in text))
+
+    def test_a_stdio_client_hears_what_a_server_said_before_initialized(self):
+        # With `people` in the config, stdio dropped a server's log lines said before the client's `initialized`
+        # (they were held only without sign-in in the config). Over stdio there is one client: it is handed them.
+        path = os.path.join(self.dir, "hello.json")
+        with open(path, "w") as f:
+            json.dump({"mcpServers": {"desk": {"command": PY, "args": [
+                self.fake, "--only", "echo", "--name", "desk", "--pidfile", self.pids, "--hello", "desk is up"],
+                                      "eager": True}},
+                "people": {name: {"tokenSha256": hashlib.sha256(token.encode()).hexdigest()}
+                           for name, token in self.TOKENS.items()}}, f)
+        with McpProcess("serve", "--config", path, env=self.env) as server:
+            server.request("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
+                                          "clientInfo": {"name": "test", "version": "0"}})  # desk starts now
+            self.assertTrue(wait_until(lambda: os.path.exists(self.pids), WAIT), server.context())
+            time.sleep(1.0)  # desk has said it (at its handshake with mcpstudio), before our `initialized`
+            server.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+            self.assertTrue(wait_until(lambda: server.notifications_of("notifications/message"), WAIT),
+                            server.context())
+            self.assertIn("desk is up", [n["params"]["data"] for n in server.notifications_of("notifications/message")])
 
     def test_a_persons_process_answers_are_cached_for_that_person(self):
         # The result cache keyed by route (issue 41.2: server id, its run, the tool's own name) with isolation
@@ -18500,6 +18687,100 @@ class NamespaceUrlTests(AggregatorCase):
             self.assertEqual(self.call(http, "/mcp/work", "echo", {"text": "me"}), "work: me")
             self.assertEqual(self.call(http, "/mcp/personal", "echo", {"text": "me"}), "personal: me")
             self.assertEqual(self.call(http, "/mcp/work", "echo", {"text": "me"}), "work: me")
+
+    def test_a_namespace_url_hears_only_its_own_servers(self):
+        # A server's log line that names no call and its resources/updated went to the sessions of every URL:
+        # /mcp (work, desk) heard play's toy, and /mcp/play heard desk's update of a URI that toy lists too. Now
+        # each URL's sessions hear only the servers of its namespace.
+        from http.client import HTTPConnection
+        fake = [self.fake, "--name", "same", "--only", "tell", "--tell"]  # both list fake://same/info
+        path = os.path.join(self.dir, "ns.json")
+        with open(path, "w") as f:
+            json.dump({"mcpServers": {"desk": {"command": PY, "args": fake}, "toy": {"command": PY, "args": fake}},
+                       "namespaces": {"work": ["desk"], "play": ["toy"]}, "defaultNamespace": "work"}, f)
+        with HttpServerProcess("--config", path, "--no-manager-tools", env=self.env) as http:
+            sessions, streams = {}, {}
+
+            def ask(url, method, params):
+                http.path = url
+                status, _, text = http.post({"jsonrpc": "2.0", "id": 2, "method": method, "params": params},
+                                            session=sessions[url])
+                self.assertEqual(status, 200, text)
+                return http.messages(text)[-1]
+
+            def read_until(url, marker):  # what the session's GET stream says up to the update told `marker`
+                seen, deadline = [], time.monotonic() + WAIT
+                while not (seen and (seen[-1].get("params") or {}).get("title") == marker):
+                    self.assertLess(time.monotonic(), deadline, seen)
+                    line = streams[url].readline().decode()
+                    self.assertTrue(line, seen)
+                    if line.startswith("data:") and line[5:].strip():
+                        seen.append(json.loads(line[5:]))
+                return [words for words in map(told, seen) if words]
+
+            def told(message):  # a line of desk's or toy's, or the title of an update told (not a subscribe's)
+                params = message.get("params") or {}
+                if message.get("method") == "notifications/message" and params.get("logger") in ("desk", "toy"):
+                    return params.get("data")
+                return params.get("title") if message.get("method") == "notifications/resources/updated" else None
+
+            def tell(url, server, words):  # a log line, then an update of fake://same/info titled the same
+                self.assertIn("told", json.dumps(ask(url, "tools/call", {"name": server + "__tell", "arguments": {
+                    "messages": [{"jsonrpc": "2.0", "method": "notifications/message", "params": {
+                        "level": "info", "logger": server, "data": words}},
+                        {"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {
+                            "uri": "fake://same/info", "title": words}}]}})))
+            for url in ("/mcp", "/mcp/play"):
+                http.path = url
+                sessions[url] = http.initialize_session()
+                self.assertEqual(ask(url, "logging/setLevel", {"level": "info"})["result"], {})
+                connection = HTTPConnection("127.0.0.1", http.port, timeout=WAIT)
+                self.addCleanup(connection.close)
+                connection.request("GET", url, headers={"Accept": "text/event-stream", "Mcp-Session-Id": sessions[url]})
+                streams[url] = connection.getresponse()
+                self.assertEqual(streams[url].status, 200)
+                self.assertEqual(ask(url, "resources/subscribe", {"uri": "fake://same/info"})["result"], {})
+            tell("/mcp/play", "toy", "toy's")
+            self.assertEqual(read_until("/mcp/play", "toy's"), ["toy's", "toy's"])  # (every session is told at once)
+            tell("/mcp", "desk", "desk's")
+            self.assertEqual(read_until("/mcp", "desk's"), ["desk's", "desk's"])  # toy's came first: /mcp heard none
+            tell("/mcp/play", "toy", "toy's again")
+            self.assertEqual(read_until("/mcp/play", "toy's again"), ["toy's again", "toy's again"])  # nor desk's
+
+    def test_a_line_nobody_heard_is_kept_only_for_a_url_of_its_server(self):
+        # A line that names no call, said while no session was open, was kept for /mcp's next client even when
+        # only another namespace has its server (play's toy): that client heard it. Now /mcp keeps only its own
+        # servers' lines (desk's).
+        from http.client import HTTPConnection
+        fake = [self.fake, "--only", "tell", "--tell"]
+        path = os.path.join(self.dir, "ns.json")
+        with open(path, "w") as f:
+            json.dump({"mcpServers": {"desk": {"command": PY, "args": fake}, "toy": {"command": PY, "args": fake}},
+                       "namespaces": {"work": ["desk"], "play": ["toy"]}, "defaultNamespace": "work"}, f)
+        with HttpServerProcess("--config", path, "--no-manager-tools", env=self.env) as http:
+            for url, server in (("/mcp/play", "toy"), ("/mcp", "desk")):  # 2026-07-28 calls: no session is open
+                self.assertEqual(self.call(http, url, server + "__tell", {"messages": [{
+                    "jsonrpc": "2.0", "method": "notifications/message", "params": {
+                        "level": "warning", "logger": server, "data": server + "'s line"}}]}), "told")
+                self.assertEqual(self.call(http, url, server + "__tell", {"messages": []}), "told")  # after the line
+            http.path = "/mcp"
+            status, headers, text = http.post({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}})
+            self.assertEqual(status, 200, text)
+            session = headers["mcp-session-id"]
+            connection = HTTPConnection("127.0.0.1", http.port, timeout=WAIT)
+            self.addCleanup(connection.close)
+            connection.request("GET", "/mcp", headers={"Accept": "text/event-stream", "Mcp-Session-Id": session})
+            stream = connection.getresponse()
+            self.assertEqual(stream.status, 200)
+            http.post({"jsonrpc": "2.0", "method": "notifications/initialized"}, session=session)
+            heard = []
+            while "desk's line" not in heard:  # the lines kept for it, in the order they were said
+                line = stream.readline().decode()
+                self.assertTrue(line, heard)
+                if line.startswith("data:") and line[5:].strip():
+                    heard.append((json.loads(line[5:]).get("params") or {}).get("data"))
+            self.assertNotIn("toy's line", heard)
 
     def test_a_namespace_urls_session_hears_its_servers_list_changes(self):
         from http.client import HTTPConnection
