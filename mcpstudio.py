@@ -5069,6 +5069,10 @@ class Source:
         """Whether a prompt round of its still waits."""
         return False
 
+    def runs(self, server_id):
+        """Whether it serves the upstream server `server_id` (what that server says outside a call is for it)."""
+        return False
+
 
 class OutputStore(Source):
     """Whole outputs of calls whose results showed only a part: a resource source of
@@ -12973,6 +12977,10 @@ class Aggregator(Source):
         """Whether a prompt round of its servers' questions still waits."""
         return bool(self.bridge.calls)
 
+    def runs(self, server_id):
+        """Whether its namespace has the server `server_id` (that runs)."""
+        return server_id in self.upstreams
+
     def sweep_instances(self, ended=None):
         """Stop the isolated instances of sessions that ended (`ended` just did), and those idle (IsolatedInstances)."""
         self.instances.sweep(ended)
@@ -13681,8 +13689,8 @@ class Server:
         namespace has it; None (mcpstudio's own line): this one."""
         if server_id is None:
             return [self]
-        hubs = [source for source in self.catalog.sources if isinstance(source, Aggregator)] + self.views
-        return [hub.events for hub in hubs if isinstance(hub.events, Server) and server_id in hub.upstreams]
+        mine = [self] if any(source.runs(server_id) for source in self.catalog.sources) else []
+        return mine + [hub.events for hub in self.views if isinstance(hub.events, Server) and hub.runs(server_id)]
 
     def server_log(self, level, text, logger, owner=None):
         """A server's log line that names no call (a shared server over stdio says whose call it is of nothing).
