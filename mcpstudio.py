@@ -274,7 +274,12 @@ class UnknownKey(TokenError):
 
 class ProviderUnreachable(UnknownKey):
     """The identity provider could not be asked about a token now (its keys, its introspection endpoint): the token
-    may well be good, so the answer is 503, not 401 (which sends a client to sign in again)."""
+    may well be good, so the answer is 503, not 401 (which sends a client to sign in again); `retry_after`: the
+    seconds until the gateway asks it again."""
+
+    def __init__(self, message, retry_after):
+        super().__init__(message)
+        self.retry_after = max(1, int(math.ceil(retry_after)))
 
 
 class HttpError(McpStudioError):
@@ -14339,6 +14344,7 @@ class SignIn:
         self.plan, self.audience, self.log = plan, audience.rstrip("/"), log
         self.issuer, self.scopes = plan.get("issuer"), plan.get("scopes") or []
         self.keys, self.fetched, self.tried = [], None, None   # [(kid, alg, key)], when fetched, when last tried
+        self.keys_trouble = None  # why the last fetch of the keys gave none (an outage, or none that can check)
         self.fetching = None  # the fetch in progress (one at a time)
         self.answers = collections.OrderedDict()  # sha256 of a token -> (until, Person or TokenError)
         self.refused = collections.OrderedDict()  # sha256 of a token -> why a passthrough server refused it (Person.refuse)
@@ -14424,11 +14430,15 @@ class SignIn:
             await self._fetch_keys()
         for _ in range(2):
             if not self.keys:
-                raise ProviderUnreachable("the issuer's keys (its JWKS) could not be fetched")
+                raise ProviderUnreachable(self.keys_trouble or "the issuer's keys (its JWKS) could not be fetched",
+                                          self._next_try())
             try:
                 return jwt_claims(token, self.keys, self.issuer, audiences, time.time())
             except UnknownKey:
                 if self._tried_lately(time.time()):
+                    if self.keys_trouble:  # the issuer may have rotated its keys while it was away: maybe good
+                        raise ProviderUnreachable("no key known has the token's kid, and the issuer's keys (its "
+                                                  "JWKS) could not be fetched again", self._next_try()) from None
                     raise
             await self._fetch_keys()  # the issuer may have rotated its keys: fetched again, at most every 30 s
         raise UnknownKey("no key of the issuer's JWKS has the token's kid")
@@ -14436,12 +14446,17 @@ class SignIn:
     def _tried_lately(self, now):
         return self.tried is not None and now - self.tried < SIGNIN_KID_REFETCH
 
+    def _next_try(self):
+        """Seconds until the issuer's keys are fetched again (after a try, at most every SIGNIN_KID_REFETCH)."""
+        return SIGNIN_KID_REFETCH - (time.time() - self.tried) if self.tried is not None else SIGNIN_RETRY_AFTER
+
     async def _fetch_keys(self):
         """The issuer's keys, fetched once for every request that waits for them."""
         if self.fetching is None or self.fetching.done():
             self.tried = time.time()
             self.fetching = asyncio.get_running_loop().run_in_executor(None, self._jwks)
         keys = await asyncio.shield(self.fetching)
+        self.keys_trouble = None if keys else self.keys_trouble  # (set by _jwks)
         if keys is not None:
             self.keys, self.fetched = keys, time.time()
 
@@ -14469,8 +14484,14 @@ class SignIn:
                 raise OAuthError("%s answered %s, not a JWKS" % (uri, status))
         except OAuthError as exc:
             self.log.error("signIn: %s", exc)
+            self.keys_trouble = "the issuer's keys (its JWKS) could not be fetched"
             return None
-        return [key for key in map(jwk_key, jwks["keys"]) if key]
+        keys = [key for key in map(jwk_key, jwks["keys"]) if key]
+        if not keys:  # a lasting trouble, not an outage: the gateway's admin must see it
+            self.keys_trouble = ("the issuer's JWKS (%s) holds no key mcpstudio can check: an RSA (RS256) or EC P-256 "
+                                 "(ES256) signing key" % uri)
+            self.log.error("signIn: %s", self.keys_trouble)
+        return keys
 
     async def exchange(self, person, resource):
         """RFC 8693: an access token for `resource` (RFC 8707) that the issuer gives the gateway, as its client
@@ -14523,7 +14544,7 @@ class SignIn:
             status, claims = exc, None
         if status != 200 or not claims:
             self.log.error("signIn: introspection at %s answered %s", url, status)
-            raise ProviderUnreachable("the introspection endpoint could not check it now")
+            raise ProviderUnreachable("the introspection endpoint could not check it now", SIGNIN_RETRY_AFTER)
         if claims.get("active") is not True:
             raise TokenError("the identity provider says it is not active")
         given = claims.get("aud")
@@ -15179,9 +15200,10 @@ class SignInGate:
         try:
             person = await self.sign_in.person(token, name)
         except ProviderUnreachable as exc:  # the gateway's trouble, not the token's: no new sign-in would help
-            raise HttpError(503, "the gateway cannot check access tokens now (%s at %s): try again in a moment; if it "
-                            "lasts, tell the gateway's admin (its log says why)" % (exc, self.sign_in.issuer),
-                            headers=[("Retry-After", str(SIGNIN_RETRY_AFTER))])
+            raise HttpError(503, "the gateway cannot check access tokens now: %s (issuer %s); try again in %d s; if "
+                            "it lasts, tell the gateway's admin (its log says why)" % (exc, self.sign_in.issuer,
+                                                                                      exc.retry_after),
+                            INTERNAL_ERROR, headers=[("Retry-After", str(exc.retry_after))])
         except TokenError as exc:
             why = _header_text(str(exc))
             raise HttpError(401, "the access token is refused: %s" % why, headers=[(

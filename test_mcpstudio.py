@@ -16092,6 +16092,59 @@ class SignInKeysTests(unittest.TestCase):
             return seen
         self.assertEqual(asyncio.run(scenario()), ["alice", 1, "bob", 1, 1, "carol", 2, 2])
 
+    def test_an_outage_or_keys_it_cannot_use_are_the_gateways_trouble(self):
+        # review18: a kid the keys known lack while the issuer's JWKS cannot be fetched again may be a key rotated
+        # during the outage: 503 (ProviderUnreachable), not 401; its Retry-After is the time until the next fetch
+        # (one every 30 s), not 5 s. A JWKS that holds no key mcpstudio can check says so, not "could not be fetched".
+        import http.server
+        key = _test_rsa_key(45)
+        state = {"keys": [_rsa_jwk(key, "k1")], "down": False}
+
+        class Issuer(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                base = "http://127.0.0.1:%d" % self.server.server_address[1]
+                if self.path == "/jwks" and state["down"]:
+                    self.send_error(500)
+                    return
+                body = {"issuer": base, "jwks_uri": base + "/jwks"} if self.path.startswith("/.well-known/") else {
+                    "keys": state["keys"]}
+                data = json.dumps(body).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args):
+                pass
+        issuer = ThreadedHttpServer()
+        issuer.serve(Issuer)
+        self.addCleanup(issuer.close)
+        base = "http://127.0.0.1:%d" % issuer.port
+        audience = "https://gw.example/mcp"
+
+        def token(kid):
+            claims = {"iss": base, "aud": audience, "sub": "alice", "exp": int(time.time()) + 300}
+            return _jwt({"alg": "RS256", "kid": kid}, claims, lambda data: _rs256_sign(key, data))
+
+        async def scenario():
+            sign_in = mcpstudio.SignIn({"issuer": base, "people": {}, "scopes": []}, audience, mcpstudio.Log())
+            self.assertEqual((await sign_in.person(token("k1"))).subject, "alice")
+            state["down"] = True
+            sign_in.tried -= mcpstudio.SIGNIN_KID_REFETCH + 1
+            with self.assertRaises(mcpstudio.ProviderUnreachable) as caught:
+                await sign_in.person(token("k2"))
+            self.assertIn("could not be fetched again", str(caught.exception))
+            self.assertTrue(25 <= caught.exception.retry_after <= mcpstudio.SIGNIN_KID_REFETCH, caught.exception.retry_after)
+            state.update(down=False, keys=[{"kty": "OKP", "crv": "Ed25519", "x": _b64u(b"\1" * 32), "kid": "e"}])
+            fresh = mcpstudio.SignIn({"issuer": base, "people": {}, "scopes": []}, audience, mcpstudio.Log())
+            with self.assertRaises(mcpstudio.ProviderUnreachable) as caught:
+                await fresh.person(token("k1"))
+            self.assertIn("holds no key mcpstudio can check: an RSA (RS256) or EC P-256", str(caught.exception))
+        with contextlib.redirect_stderr(io.StringIO()) as stderr:
+            asyncio.run(scenario())
+        self.assertIn("signIn: the issuer's JWKS (%s/jwks) holds no key mcpstudio can check" % base, stderr.getvalue())
+
     def test_an_introspection_answer_with_a_bad_exp_is_a_refusal(self):
         # An introspection endpoint that answers `exp` as a string (RFC 7662 says a number) gets the token
         # refused, with a reason; before, comparing it raised TypeError and the request got no answer at all.
@@ -16208,15 +16261,19 @@ class TeamGatewayTests(ScratchDir):
         with HttpServerProcess("serve", "--config", self.config(signIn={
                 "issuer": dead, "introspection": dead + "/introspect", "clientId": "gw", "clientSecret": "s"})) as http:
             jwt = _jwt({"alg": "RS256", "kid": "k"}, {"sub": "x"}, lambda data: b"\0" * 256)
-            for token, why in (("opaque-token", "could not check it now"), (jwt, "could not be fetched")):
+            for token, why, wait in (("opaque-token", "the introspection endpoint could not check it now", (5, 5)),
+                                     (jwt, "the issuer's keys (its JWKS) could not be fetched",
+                                      (1, mcpstudio.SIGNIN_KID_REFETCH))):
                 status, headers, text = http.post({"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
                                                   headers={"Authorization": "Bearer " + token})
-                self.assertEqual((status, headers.get("retry-after")), (503, "5"), text)
+                self.assertEqual(status, 503, text)
+                after = int(headers.get("retry-after"))  # the keys are fetched again at most every 30 s (review18)
+                self.assertTrue(wait[0] <= after <= wait[1], (after, why))
                 self.assertNotIn("www-authenticate", headers)
-                message = json.loads(text)["error"]["message"]
-                self.assertIn("the gateway cannot check access tokens now (", message)
-                self.assertIn("%s at %s): try again in a moment; if it lasts, tell the gateway's admin" % (why, dead),
-                              message)
+                error = json.loads(text)["error"]
+                self.assertEqual(error["code"], -32603)  # not the client's fault (-32600 Invalid Request)
+                self.assertIn("the gateway cannot check access tokens now: %s (issuer %s); try again in %d s; if it "
+                              "lasts, tell the gateway's admin" % (why, dead, after), error["message"])
             status, _, text = http.modern("tools/list", headers=self.auth("alice"))
             self.assertEqual(status, 200, text)
 
