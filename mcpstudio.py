@@ -7760,6 +7760,77 @@ def _join(where, key):
     return "%s.%s" % (where, key) if where else key
 
 
+# A Windows path written with single backslashes in a JSON string: `\U`, `\P` (and `\u` without four hex
+# digits) are invalid escapes, where json's own message says only "Invalid \escape"; `\t` `\n` `\r` `\b` `\f`
+# are valid ones, read as control characters (C:\temp\new is C:<tab>emp<line break>ew), where nothing said a
+# thing. Both are told with the string written the two ways that work: each backslash twice, or `/`.
+_CONTROL_NAMES = {"\b": "a backspace", "\f": "a form feed", "\n": "a line break", "\r": "a carriage return",
+                  "\t": "a tab"}
+_CONTROL_ESCAPES = {"\b": "b", "\f": "f", "\n": "n", "\r": "r", "\t": "t"}
+# The keys whose strings are paths or commands (in a tool, a resource, a server entry, a script folder, the
+# audit log): a control character there is a backslash JSON ate. `env`/`environment` values count too.
+_PATH_VALUE_KEYS = frozenset(("command command_template working_directory cwd args env environment path scripts "
+                              "skills within file output_folder").split())
+_LITERAL_ESCAPE = re.compile(r'\\(u[0-9A-Fa-f]{4}|.)', re.S)
+
+
+def _shown_literal(literal, limit=160):
+    """A JSON string's text for a message, cut past `limit` characters."""
+    return literal if len(literal) <= limit else literal[:limit - 4] + '..."'
+
+
+def invalid_escape_hint(text, pos) -> str:
+    """What to write for the JSON string of `text` that holds the invalid escape json found at `pos` (a Windows
+    path's single backslash): the string with each such backslash doubled, and with `/` instead."""
+    literal = next((m.group() for m in re.finditer(_JSON_STRING, text) if m.start() <= pos < m.end()), None)
+    if literal is None:
+        return ""
+
+    def fixed(slash):
+        def one(match):
+            escape = match.group(1)
+            if escape == "\\":
+                return "/" if slash else match.group()
+            if escape in ('"', "/") or len(escape) == 5:
+                return match.group()
+            if escape in "bfnrt" and not re.match(r"[A-Za-z0-9_]", literal[match.end():match.end() + 1]):
+                return match.group()  # a tab or a line break meant as one (not a path's next folder)
+            return ("/" if slash else "\\\\") + escape
+        return _LITERAL_ESCAPE.sub(one, literal)
+    return (": in a JSON string a backslash starts an escape, so a Windows path's backslashes are written twice: "
+            "%s (or with /: %s)" % (_shown_literal(fixed(False)), _shown_literal(fixed(True))))
+
+
+def escaped_path_problem(data, where=""):
+    """(key path, message) for the first path or command in a config's `data` that holds a control character
+    where a Windows path had a backslash (JSON reads C:\\temp as C:<tab>emp); None when none does. A string
+    counts when it names a drive (`C:` then a backslash, a slash or such a character) or holds a backslash."""
+    def found(value, here):
+        controls = sorted((c for c in _CONTROL_NAMES if c in value), key=value.index)
+        if not controls or not re.search(r"[A-Za-z]:[\\/\b\f\n\r\t]|\\", value):
+            return None
+        written = json.dumps(value, ensure_ascii=False)
+        doubled = _LITERAL_ESCAPE.sub(lambda m: "\\\\" + m.group(1) if m.group(1) in "bfnrt" else m.group(), written)
+        slashed = json.dumps("".join("/" + _CONTROL_ESCAPES[c] if c in _CONTROL_ESCAPES else "/" if c == "\\" else c
+                                     for c in value), ensure_ascii=False)
+        read = " and ".join("\\%s as %s" % (_CONTROL_ESCAPES[c], _CONTROL_NAMES[c]) for c in controls)
+        return here, ("%s: JSON reads %s, not as backslashes; write each backslash twice: %s (or with /: %s)"
+                      % (_shown_literal(written), read, _shown_literal(doubled), _shown_literal(slashed)))
+
+    def walk(value, here, counts):
+        if isinstance(value, str):
+            return found(value, here) if counts else None
+        items = (value.items() if isinstance(value, dict)
+                 else enumerate(value) if isinstance(value, list) else ())
+        for key, item in items:
+            inner = "%s[%d]" % (here, key) if isinstance(key, int) else _join(here, key)
+            problem = walk(item, inner, counts or (isinstance(key, str) and key in _PATH_VALUE_KEYS))
+            if problem:
+                return problem
+        return None
+    return walk(data, where, False)
+
+
 def _close_match(word, choices, cutoff=0.6):
     """The one of `choices` most like `word`, for a did-you-mean hint; None when none is close."""
     import difflib
@@ -8860,13 +8931,17 @@ class ConfigLoader:
         try:
             data = json.loads(strip_json_comments(text), object_pairs_hook=no_duplicates)
         except json.JSONDecodeError as exc:
-            raise ConfigError("%s:%d:%d: invalid JSON: %s" % (self.path, exc.lineno, exc.colno, exc.msg))
+            hint = invalid_escape_hint(exc.doc, exc.pos) if exc.msg.startswith("Invalid \\") else ""
+            raise ConfigError("%s:%d:%d: invalid JSON: %s%s" % (self.path, exc.lineno, exc.colno, exc.msg, hint))
         except ValueError as exc:
             raise self.error("", exc)
         except RecursionError:
             raise self.error("", "invalid JSON: nested too deeply") from None
         if not isinstance(data, dict):
             raise self.error("", "the file must hold a JSON object ({...}), not %s" % _type_name(data))
+        problem = escaped_path_problem(data)
+        if problem:
+            raise self.error(*problem)
         return data
 
     # -- checks ---------------------------------------------------------------
@@ -16781,7 +16856,10 @@ def _read_json_file(path, what):
     try:
         data = json.loads(stripped) if stripped.strip() else {}
     except ValueError as exc:
-        raise ConfigError("%s: %s is not valid JSON: %s; fix it (or move it aside) and try again" % (what, path, exc))
+        hint = (invalid_escape_hint(exc.doc, exc.pos)
+                if isinstance(exc, json.JSONDecodeError) and exc.msg.startswith("Invalid \\") else "")
+        raise ConfigError("%s: %s is not valid JSON: %s%s; fix it (or move it aside) and try again"
+                          % (what, path, exc, hint))
     if not isinstance(data, dict):
         raise ConfigError("%s: %s holds %s, not a JSON object" % (what, path, _type_name(data)))
     return data, text

@@ -1952,6 +1952,60 @@ class WindowsTests(ScratchDir):
             result = server.call("bomjson", {}, timeout=30)
             self.assertEqual(result.get("structuredContent"), {"result": [1, 2]}, result)
 
+    def test_a_windows_path_with_single_backslashes_says_how_to_write_it(self):
+        # winnew: a config (or a client's config) with a Windows path written as it is copied from Explorer,
+        # single backslashes. `\U` or `\P` is an invalid escape: the error said only `invalid JSON: Invalid \escape`.
+        # `\t` `\n` `\r` `\b` `\f` are valid ones: C:\temp\new became C:<tab>emp<line break>ew, and `check` said
+        # ok (a `\b` in a command: the call failed with [Errno 22]), or `no such folder:` with a tab and a line
+        # break in it. Each now names the string and writes it the two ways that work.
+        rows = [
+            ('{"tools": [{"name": "t", "command": "C:\\Tools\\app.exe {x}"}]}',
+             ':1:40: invalid JSON: Invalid \\escape: in a JSON string a backslash starts an escape, so a Windows path\'s '
+             'backslashes are written twice: "C:\\\\Tools\\\\app.exe {x}" (or with /: "C:/Tools/app.exe {x}")'),
+            ('{"tools": [{"name": "t", "command": "\\"C:\\users\\me\\app.exe\\" {x}"}]}',
+             ':1:43: invalid JSON: Invalid \\uXXXX escape: in a JSON string a backslash starts an escape, so a Windows path\'s '
+             'backslashes are written twice: "\\"C:\\\\users\\\\me\\\\app.exe\\" {x}" (or with /: "\\"C:/users/me/app.exe\\" {x}")'),
+            ('{"tools": [{"name": "t", "command": "hostname", "working_directory": "C:\\temp\\new"}]}',
+             ': tools[0].working_directory: "C:\\temp\\new": JSON reads \\t as a tab and \\n as a line break, not as '
+             'backslashes; write each backslash twice: "C:\\\\temp\\\\new" (or with /: "C:/temp/new")'),
+            ('{"mcpServers": {"s": {"command": "py", "args": ["C:\\\\Users\\\\Jane Doe\\bin\\\\server.py"]}}}',
+             ': mcpServers.s.args[0]: "C:\\\\Users\\\\Jane Doe\\bin\\\\server.py": JSON reads \\b as a backspace, not as '
+             'backslashes; write each backslash twice: "C:\\\\Users\\\\Jane Doe\\\\bin\\\\server.py" (or with /: '
+             '"C:/Users/Jane Doe/bin/server.py")'),
+            ('{"tools": [{"name": "t", "command": "hostname", "environment": {"OUT": "C:\\reports\\final"}}]}',
+             ': tools[0].environment.OUT: "C:\\reports\\final": JSON reads \\r as a carriage return and \\f as a form '
+             'feed, not as backslashes; write each backslash twice: "C:\\\\reports\\\\final" (or with /: '
+             '"C:/reports/final")')]
+        for number, (text, said) in enumerate(rows):
+            with self.subTest(text=text):
+                config = os.path.join(self.tools, "pasted %d.json" % number)
+                with open(config, "w", encoding="utf-8") as f:
+                    f.write(text)
+                proc = subprocess.run(SERVER + ["check", "--config", config], capture_output=True, text=True,
+                                      timeout=WAIT * 2, stdin=subprocess.DEVNULL, env=self.env)
+                self.assertEqual(proc.returncode, 1, proc.stdout + proc.stderr)
+                self.assertIn(config + said, proc.stderr)
+        # a tab or a line break meant as one, in a description or a stdin template, is no path's backslash
+        config = os.path.join(self.tools, "meant.json")
+        with open(config, "w", encoding="utf-8") as f:
+            f.write('{"tools": [{"name": "t", "description": "Saves to C:\\\\out.\\nThen stops.", "command": "%s -V",'
+                    ' "stdin": "a\\tb\\n"}]}' % PY.replace("\\", "\\\\"))
+        proc = subprocess.run(SERVER + ["check", "--config", config], capture_output=True, text=True,
+                              timeout=WAIT * 2, stdin=subprocess.DEVNULL, env=self.env)
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        # a client's own config (install reads it first to add the entry): the same hint
+        appdata = os.path.join(self.dir, "AppData", "Roaming")
+        os.makedirs(os.path.join(appdata, "Claude"))
+        with open(os.path.join(appdata, "Claude", "claude_desktop_config.json"), "w", encoding="utf-8") as f:
+            f.write('{"mcpServers": {"old": {"command": "C:\\Tools\\old.exe"}}}')
+        proc = subprocess.run(SERVER + ["install", "--client", "claude-desktop", "--write", PY, self.argv_py, "{text}"],
+                              capture_output=True, text=True, timeout=WAIT * 2, stdin=subprocess.DEVNULL,
+                              env=dict(self.env, APPDATA=appdata, XDG_CONFIG_HOME=appdata), cwd=self.dir)
+        self.assertEqual(proc.returncode, 1, proc.stderr)
+        self.assertIn('Invalid \\escape: line 1 column 39 (char 38): in a JSON string a backslash starts an escape, so '
+                      'a Windows path\'s backslashes are written twice: "C:\\\\Tools\\\\old.exe" (or with /: '
+                      '"C:/Tools/old.exe"); fix it (or move it aside) and try again', proc.stderr)
+
     def test_the_default_config_path_is_one_path_of_the_system(self):
         # Without --config and $XDG_CONFIG_HOME, `status` names the config it looked for and the `init` that makes
         # it: on Windows that was `C:\\Users\\me/.config\\mcpstudio\\config.json`, a `/` among the backslashes.
