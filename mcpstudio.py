@@ -344,6 +344,26 @@ def _header_value(value):
     return value
 
 
+_PERCENT_VARIABLE = re.compile(r"%([A-Za-z_][A-Za-z0-9_()]*)%")  # cmd.exe's %USERPROFILE%, %ProgramFiles(x86)%
+
+
+def unexpanded_path_hint(path, in_config=False, environ=None) -> str:
+    """Why a path given as a client's args word (or, `in_config`, a config's value) was not found when it was
+    written for a shell: `%NAME%`, which only cmd.exe expands (no client runs one, and a config expands
+    `${NAME}`), or quotes around it, which only a shell takes off; "" when it has neither."""
+    environ = os.environ if environ is None else environ
+    names = _PERCENT_VARIABLE.findall(path)
+    if names and in_config:
+        return "; a config expands ${%s}, not %%%s%%" % (names[0], names[0])
+    if names:
+        expanded = _PERCENT_VARIABLE.sub(lambda m: environ.get(m.group(1), m.group()), path)
+        return ("; %%%s%% is not expanded: a client starts mcpstudio with no shell, so write the path out%s"
+                % (names[0], "" if _PERCENT_VARIABLE.search(expanded) else " (%s)" % expanded))
+    if len(path) > 1 and path[0] == path[-1] and path[0] in "\"'" and not in_config:
+        return "; drop the quotes: a word of a client's args is one argument as it is"
+    return ""
+
+
 def default_config_path():
     """$XDG_CONFIG_HOME/mcpstudio/config.json, else ~/.config/mcpstudio/config.json."""
     return os.path.join(os.environ.get("XDG_CONFIG_HOME") or os.path.expanduser(os.path.join("~", ".config")), "mcpstudio", "config.json")
@@ -8900,6 +8920,7 @@ class ConfigLoader:
 
     def __init__(self, path, environ=None, data=None):
         self.path = os.path.abspath(os.path.expanduser(path)) if data is None else path
+        self.given = path  # as written (a client's args word): what a shell would have changed shows
         self.folder = os.path.dirname(self.path) if data is None else os.getcwd()
         self.environ = os.environ if environ is None else environ
         self.secrets = []  # expanded environment values, masked in logs
@@ -8918,6 +8939,9 @@ class ConfigLoader:
             with open(self.path, encoding="utf-8-sig") as f:
                 text = f.read()
         except FileNotFoundError:
+            hint = unexpanded_path_hint(self.given)
+            if hint:  # not a file to create: a path written for a shell
+                raise self.error("", "no such file%s" % hint)
             raise self.error("", "no such file (create one with: mcpstudio init NAME --command CMD -o %s)" % self.path)
         except (OSError, UnicodeDecodeError) as exc:
             raise self.error("", "cannot read it: %s" % exc)
@@ -9014,7 +9038,7 @@ class ConfigLoader:
             raise self.error(where, "%s is a file, not a folder: give the folder that holds it (%s)"
                              % (path, os.path.dirname(path)))
         if not os.path.isdir(path):
-            raise self.error(where, "no such folder: %s" % path)
+            raise self.error(where, "no such folder: %s%s" % (path, unexpanded_path_hint(value, in_config=True)))
         return path
 
     def environment(self, obj, where, key="environment"):
@@ -15971,8 +15995,8 @@ def _folder_option(option, given):
         raise UsageError("%s %s: a file, not a folder: give the folder that holds it (%s)"
                          % (option, given, os.path.dirname(os.path.abspath(folder))))
     if not os.path.isdir(folder):
-        raise UsageError("%s %s: no such folder (looked for %s; client configs need absolute paths)"
-                         % (option, given, os.path.abspath(folder)))
+        raise UsageError("%s %s: no such folder (looked for %s; client configs need absolute paths%s)"
+                         % (option, given, os.path.abspath(folder), unexpanded_path_hint(given)))
     return folder
 
 

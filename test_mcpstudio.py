@@ -2006,6 +2006,34 @@ class WindowsTests(ScratchDir):
                       'a Windows path\'s backslashes are written twice: "C:\\\\Tools\\\\old.exe" (or with /: '
                       '"C:/Tools/old.exe"); fix it (or move it aside) and try again', proc.stderr)
 
+    def test_a_path_written_for_a_shell_says_what_to_write(self):
+        # winnew: a client starts mcpstudio with no shell, so a folder or a config given in its args as
+        # `%USERPROFILE%\.claude\skills` (cmd.exe's way) or in quotes stays as written: the error named a folder
+        # C:\%USERPROFILE%\... (or C:\"C:\...") and, for --config, said to create the file there. A config's own
+        # %NAME% (it expands ${NAME}) likewise. Each now says why, and the path to write where it can tell.
+        skills = os.path.join(self.dir, "skills")
+        write_skill(skills, "notes", "name: notes\ndescription: Take notes.")
+        env = dict(self.env, MCPSTUDIO_TEST_HOME=self.dir)
+        given = os.path.join("%MCPSTUDIO_TEST_HOME%", "skills")
+        config = os.path.join(self.dir, "pasted.json")
+        with open(config, "w", encoding="utf-8") as f:
+            json.dump({"skills": [given]}, f)
+        for words, said in (
+                (["--skills", given], "; %%MCPSTUDIO_TEST_HOME%% is not expanded: a client starts mcpstudio with no "
+                                      "shell, so write the path out (%s))" % skills),
+                (["--skills", '"%s"' % skills], "; drop the quotes: a word of a client's args is one argument as it is)"),
+                (["serve", "--config", os.path.join("%MCPSTUDIO_TEST_HOME%", "c.json")],
+                 "c.json: no such file; %%MCPSTUDIO_TEST_HOME%% is not expanded: a client starts mcpstudio with no "
+                 "shell, so write the path out (%s)" % os.path.join(self.dir, "c.json")),
+                (["check", "--config", config], "skills[0]: no such folder: %s; a config expands ${MCPSTUDIO_TEST_HOME}, "
+                                                "not %%MCPSTUDIO_TEST_HOME%%" % os.path.join(self.dir, given))):
+            with self.subTest(words=words):
+                proc = subprocess.run(SERVER + words, capture_output=True, text=True, timeout=WAIT * 2,
+                                      stdin=subprocess.DEVNULL, env=env, cwd=self.dir)
+                self.assertNotEqual(proc.returncode, 0, proc.stderr)
+                self.assertIn(said, proc.stderr)
+                self.assertNotIn("create one with", proc.stderr)
+
     def test_the_default_config_path_is_one_path_of_the_system(self):
         # Without --config and $XDG_CONFIG_HOME, `status` names the config it looked for and the `init` that makes
         # it: on Windows that was `C:\\Users\\me/.config\\mcpstudio\\config.json`, a `/` among the backslashes.
