@@ -2369,6 +2369,10 @@ if _POSIX:
     def _text_stdout():
         pass  # print() writes the locale's encoding, UTF-8 on any system a client runs on
 
+    def _stream_text(text):
+        """A command's output as it goes into a text stream (`call`'s stdout), which writes it as given here."""
+        return text
+
     def _writable_now(fd, size):
         """Whether a write of `size` bytes to `fd` would complete whole without blocking: at most
         PIPE_BUF (4096 on Linux, 512 on macOS, where a socket reads as writable with 2 KiB free)."""
@@ -2793,6 +2797,11 @@ else:  # pragma: windows (Windows CPython under Wine in .ci/windows; the README 
         character outside it (an emoji in a tool's description): write UTF-8 instead."""
         if sys.stdout is not None and hasattr(sys.stdout, "reconfigure") and not os.environ.get("PYTHONIOENCODING"):
             sys.stdout.reconfigure(encoding="utf-8", errors="replace")
+
+    def _stream_text(text):
+        """A command's output as it goes into a text stream (`call`'s stdout, stderr), which writes each "\n" as
+        CRLF here: its own CRLF line ends are given as "\n", so they come out once (they came out CR CR LF)."""
+        return text.replace("\r\n", "\n")
 
     def _writable_now(fd, size):
         return False  # select() cannot poll pipes on Windows: every write goes through the thread
@@ -16551,11 +16560,11 @@ def _print_content(content, out):
     for block in content or []:
         kind = block.get("type")
         if kind == "text":
-            out.write(block.get("text", "") + ("" if block.get("text", "").endswith("\n") else "\n"))
+            out.write(_stream_text(block.get("text", "") + ("" if block.get("text", "").endswith("\n") else "\n")))
         elif kind == "resource":
             resource = block.get("resource") or {}
             if "text" in resource:
-                out.write(resource["text"] + ("" if resource["text"].endswith("\n") else "\n"))
+                out.write(_stream_text(resource["text"] + ("" if resource["text"].endswith("\n") else "\n")))
             else:
                 out.write("[resource %s: %s, %d bytes of base64]\n" % (resource.get("uri"), resource.get("mimeType"),
                                                                         len(resource.get("blob", ""))))

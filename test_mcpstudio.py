@@ -1799,6 +1799,16 @@ class WindowsTests(ScratchDir):
             server.initialize()
             self.assertEqual(text_of(server.call(os.path.splitext(os.path.basename(PY))[0], {})), "one\r\ntwo\r\n")
 
+    def test_call_prints_crlf_output_once(self):
+        # winnew: `mcpstudio call` printed a Windows program's CRLF output through Windows' text stdout, which
+        # writes each LF as CRLF: every line ended CR CR LF (in a file it was redirected to, too). Its bytes now come
+        # out as the command wrote them, on every system; a line mcpstudio adds ends as the system's do.
+        crlf = self.script("crlf.py", "import sys\nsys.stdout.buffer.write(b'one\\r\\ntwo\\r\\nlast')\n", executable=False)
+        proc = subprocess.run(SERVER + ["call", "crlf", "--name", "crlf", PY, crlf], capture_output=True, timeout=WAIT * 2,
+                              stdin=subprocess.DEVNULL, env=self.env)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertEqual(proc.stdout, b"one\r\ntwo\r\nlast" + os.linesep.encode())
+
     # Words that cmd.exe and the C runtime each read their own way: blanks, quotes, backslashes before a quote and
     # at the end, cmd's metacharacters, in quotes and (after a \\") outside them, and an empty word.
     AWKWARD_WORDS = ["a&b", "x y", 'say "x&y"', "50% off", "(p)|<q>^", "end\\", 'tail\\"q', ",;=", 'a"b', "x&y", "plain", ""]
