@@ -570,6 +570,21 @@ def unclosed_warning(words):
                       "`\\{` for a literal brace" % (", ".join("`%s`" % text for text in found), found[0]))
 
 
+_ESCAPED_FIELD = re.compile(r"(?<!\\)\\([{\[]%s(?:\.\.\.|:file|:folder)?[}\]])" % _FIELD_NAME)
+
+
+def escaped_path_field_warning(words):
+    """The warning for a field a path's backslash escaped (`C:\\data\\{name}.txt`: `\\{` is a literal brace, so
+    the word has no field, where a Windows path put one after its last backslash), or None."""
+    for word in words:
+        for match in _ESCAPED_FIELD.finditer(word):
+            if re.search(r"[\\/]|[A-Za-z]:", word[:match.start()]):
+                return ("`%s` has no field %s: `\\%s` is a literal %s; a field right after a path's backslash takes "
+                        "two (`%s`)" % (word, match.group(1), match.group(1)[0], "brace" if match.group(1)[0] == "{"
+                                    else "bracket", word[:match.start()] + "\\" + match.group() + word[match.end():]))
+    return None
+
+
 def _refuse_nested(text, at, match, error):
     """`{a{b}}` is a field inside a field, which the syntax does not have: an error, not a field `b`."""
     outer = _OPEN_FIELD.search(text, 0, at) if match.group().startswith("{") else None
@@ -9172,9 +9187,10 @@ class ConfigLoader:
                             "what it asks another way (an option such as --yes, or its environment).",
                             self.path, index, tool.name)
         for where, template, _, _ in commands:
-            warning = unclosed_warning(template.literal_words())
-            if warning:
-                log.warning("%s: %s: its command: %s", self.path, where, warning)
+            for warning in (unclosed_warning(template.literal_words()),
+                            escaped_path_field_warning(template.literal_words())):
+                if warning:
+                    log.warning("%s: %s: its command: %s", self.path, where, warning)
 
     def tool(self, spec, where, runner: ProcessRunner, settings: RunSettings) -> CommandTool:
         """One `tools` entry as a CommandTool."""
@@ -16105,6 +16121,8 @@ def _build_server(options, words, log: Log, config, runner=None, primary: Server
             log.warning("%s; each call will fail so", missing)
         if unclosed_warning(words):
             log.warning("the template: %s", unclosed_warning(words))
+        if escaped_path_field_warning(words):
+            log.warning("the template: %s", escaped_path_field_warning(words))
         misplaced = [word for word in words[1:] if word.startswith("--") and word.partition("=")[0] in _OPTIONS_BY_NAME]
         if misplaced:  # parse_command_line stops at the command: later words are the template's
             log.warning("%s stand%s after the command `%s`, so %s words of the template, passed to it at every "

@@ -2044,6 +2044,30 @@ class WindowsTests(ScratchDir):
                 self.assertIn(said, proc.stderr)
                 self.assertNotIn("create one with", proc.stderr)
 
+    def test_a_field_right_after_a_paths_backslash_is_warned_of(self):
+        # winnew: `C:\data\{name}.txt` (a template word or a config's command, as a Windows user writes a path) has
+        # no field: `\{` is a literal brace, so the tool had no `name` parameter and every call got the text
+        # `C:\data{name}.txt`, with nothing said. It is warned of, with the word that puts the field there; that word works.
+        literal, field = "C:\\data\\{name}.txt", "C:\\data\\\\{name}.txt"
+        config = os.path.join(self.dir, "paths.json")
+        with open(config, "w", encoding="utf-8") as f:
+            json.dump({"tools": [{"name": "t", "command": '"%s" "%s" %s' % (PY, self.argv_py, literal)}]}, f)
+        warning = ("`C:\\data\\{name}.txt` has no field {name}: `\\{` is a literal brace; a field right after a "
+                   "path's backslash takes two (`C:\\data\\\\{name}.txt`)")
+        proc = subprocess.run(SERVER + ["check", "--config", config], capture_output=True, text=True, timeout=WAIT * 2,
+                              stdin=subprocess.DEVNULL, env=self.env)
+        self.assertIn("tools[0] `t`: its command: " + warning, proc.stdout + proc.stderr)
+        with self.serve("--name", "show", PY, self.argv_py, literal) as server:
+            server.initialize()
+            self.assertEqual(self.call_args(server, "show", {}), ["C:\\data{name}.txt"])  # the brace's backslash gone
+            self.assertEqual(server.close(), 0)
+        self.assertIn("mcpstudio: warning: the template: " + warning, "".join(server.stderr))
+        with self.serve("--name", "show", PY, self.argv_py, field, "\\{kept}") as server:
+            server.initialize()
+            self.assertEqual(self.call_args(server, "show", {"name": "report"}), ["C:\\data\\report.txt", "{kept}"])
+            self.assertEqual(server.close(), 0)
+        self.assertNotIn("warning", "".join(server.stderr))
+
     def test_the_default_config_path_is_one_path_of_the_system(self):
         # Without --config and $XDG_CONFIG_HOME, `status` names the config it looked for and the `init` that makes
         # it: on Windows that was `C:\\Users\\me/.config\\mcpstudio\\config.json`, a `/` among the backslashes.
