@@ -973,6 +973,16 @@ def _steers(name):
     return not _QUIET_VARIABLE.fullmatch(name) or bool(_STEERING_VARIABLE.fullmatch(name))
 
 
+# What to do instead of `cmd /c ... {x}` or `powershell ... {x}` (Windows' shells, which have no way to take a
+# value as data): the POSIX advice (sh -c 'echo "$1"' sh {x}) needs a sh that Windows lacks.
+_WINDOWS_SHELL_ADVICE = {
+    "`cmd`": "Run the program itself, without cmd /c, the value its own argument (mcpstudio starts programs "
+             "directly: no shell is needed), or a .cmd file by its path (the value is %1, under the batch-file rule), "
+             "or pass the value through stdin",
+    "`powershell`": "Put the commands in a .ps1 script in a script folder (--root-directory), which gets the "
+                    "values as JSON on stdin, or run the program itself, the value its own argument"}
+
+
 class _CodeCheck:
     """Walks one command's words (lists of pieces). `problem` is the refusal or None;
     `stdin_code` says how a program uses stdin when it makes it code or arguments
@@ -991,9 +1001,10 @@ class _CodeCheck:
 
     def _code(self, index, program, note=""):
         self._refuse(index, "`%(name)s` stands inside code that " + program + " runs" + note + " (the word "
-                     "`%(word)s`), so a value would be code: it could run any command or read any secret. Pass "
-                     "the value as its own argument "
-                     "(sh -c 'echo \"$1\"' sh {%(name)s}; jq --arg v {%(name)s} '.[$v]') or through stdin")
+                     "`%(word)s`), so a value would be code: it could run any command or read any secret. "
+                     + _WINDOWS_SHELL_ADVICE.get(program, "Pass the value as its own argument "
+                                                 "(sh -c 'echo \"$1\"' sh {%(name)s}; jq --arg v {%(name)s} '.[$v]') "
+                                                 "or through stdin"))
 
     def _choice(self, index, what):
         if self.guessing:

@@ -2068,6 +2068,25 @@ class WindowsTests(ScratchDir):
             self.assertEqual(server.close(), 0)
         self.assertNotIn("warning", "".join(server.stderr))
 
+    def test_a_value_in_cmd_or_powershell_is_refused_with_what_works_on_windows(self):
+        # winnew: `cmd /c dir {folder}` (how Windows answers online say to run a command) is refused, rightly, but
+        # the advice was POSIX's: `sh -c 'echo "$1"' sh {folder}`, which needs a sh that Windows lacks. It now says
+        # what works there; the .cmd file it names, given by its path, serves with the value as %1.
+        for words, advice in ((["cmd", "/c", "dir", "{folder}"], "Run the program itself, without cmd /c"),
+                              (["powershell", "-Command", "Get-ChildItem {folder}"], "Put the commands in a .ps1 script "
+                               "in a script folder (--root-directory), which gets the values as JSON on stdin")):
+            with self.subTest(words=words):
+                proc = subprocess.run(SERVER + ["inspect"] + words, capture_output=True, text=True, timeout=WAIT * 2,
+                                      stdin=subprocess.DEVNULL, env=self.env)
+                self.assertNotEqual(proc.returncode, 0, proc.stdout)
+                self.assertIn("`folder` stands inside code that `%s` runs" % words[0], proc.stderr)
+                self.assertIn(advice, proc.stderr)
+                self.assertNotIn("sh -c", proc.stderr)
+        if os.name == "nt":  # the advice holds: a .cmd file by its path, the value its argument
+            with self.serve(self.shim("listing.cmd"), "{folder}") as server:
+                server.initialize()
+                self.assertEqual(self.call_args(server, "listing", {"folder": "C:\\Users\\Jane Doe"}), ["C:\\Users\\Jane Doe"])
+
     def test_the_default_config_path_is_one_path_of_the_system(self):
         # Without --config and $XDG_CONFIG_HOME, `status` names the config it looked for and the `init` that makes
         # it: on Windows that was `C:\\Users\\me/.config\\mcpstudio\\config.json`, a `/` among the backslashes.
