@@ -2392,7 +2392,7 @@ if _POSIX:
     def _cache_base():
         return os.path.expanduser("~/Library/Caches" if sys.platform == "darwin" else "~/.cache")
 
-    def _text_stdout():
+    def _text_streams():
         pass  # print() writes the locale's encoding, UTF-8 on any system a client runs on
 
     def _stream_text(text):
@@ -2818,11 +2818,16 @@ else:  # pragma: windows (Windows CPython under Wine in .ci/windows; the README 
             return None if _BINARY_CONTROLS.search(text) else text
         return None
 
-    def _text_stdout():
+    def _text_streams():
         """Redirected to a file or pipe, print() writes the ANSI code page and fails on the first
-        character outside it (an emoji in a tool's description): write UTF-8 instead."""
-        if sys.stdout is not None and hasattr(sys.stdout, "reconfigure") and not os.environ.get("PYTHONIOENCODING"):
-            sys.stdout.reconfigure(encoding="utf-8", errors="replace")
+        character outside it (an emoji in a tool's description): write UTF-8 instead. stderr too, which a
+        client reads as UTF-8 into its log: a warning naming C:\\Users\\Jos\xe9 came out as Jos\ufffd
+        there (cp1252's byte), and a character outside the code page as \\u2713."""
+        if os.environ.get("PYTHONIOENCODING"):
+            return
+        for stream, errors in ((sys.stdout, "replace"), (sys.stderr, "backslashreplace")):
+            if stream is not None and hasattr(stream, "reconfigure"):
+                stream.reconfigure(encoding="utf-8", errors=errors)
 
     def _stream_text(text):
         """A command's output as it goes into a text stream (`call`'s stdout, stderr), which writes each "\n" as
@@ -18604,7 +18609,7 @@ def _terminal_hint(argv, server):
 def main(argv=None):
     """Run mcpstudio with `argv` (default: sys.argv[1:]); return the exit code."""
     argv = sys.argv[1:] if argv is None else list(argv)
-    _text_stdout()
+    _text_streams()
     _drop_entry_env()
     try:
         options, words = parse_command_line(argv)

@@ -2087,6 +2087,21 @@ class WindowsTests(ScratchDir):
                 server.initialize()
                 self.assertEqual(self.call_args(server, "listing", {"folder": "C:\\Users\\Jane Doe"}), ["C:\\Users\\Jane Doe"])
 
+    def test_stderr_is_utf_8_as_a_client_reads_it(self):
+        # winnew: a client reads a server's stderr as UTF-8 into its log; on Windows mcpstudio wrote it in the ANSI
+        # code page, so a warning naming C:\\Users\\Jos\u00e9 showed as Jos\ufffd (cp1252's byte) and a \u2713 as
+        # \\u2713. It is UTF-8, as stdout already was.
+        root = os.path.join(self.tools, "Jos\u00e9 \u2713")
+        os.mkdir(root)
+        self.script(os.path.join(root, "fails.py"), "#!%s\nimport sys\nsys.exit(3)\n" % PY)
+        with self.serve("--root-directory", root, env=dict(self.env, PYTHONIOENCODING="")) as server:
+            server.initialize()
+            server.request("tools/list", timeout=60)
+            said = server.stderr_when(lambda text: "left out" in text, WAIT)
+            self.assertEqual(server.close(), 0)
+        self.assertIn("Jos\u00e9 \u2713", said)  # McpProcess reads stderr as UTF-8 (errors: U+FFFD)
+        self.assertNotIn("\ufffd", said)
+
     def test_the_default_config_path_is_one_path_of_the_system(self):
         # Without --config and $XDG_CONFIG_HOME, `status` names the config it looked for and the `init` that makes
         # it: on Windows that was `C:\\Users\\me/.config\\mcpstudio\\config.json`, a `/` among the backslashes.
