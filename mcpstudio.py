@@ -17652,13 +17652,14 @@ def init_config(args):
         sys.stderr.write("mcpstudio: error: %s exists; use --force to overwrite it\n" % output)
         return 1
     import shlex
-    try:
-        words = shlex.split(command)
-    except ValueError as exc:
+    try:  # split as the config will split it (a Windows path keeps its backslashes: shlex made C:\Tools C:Tools),
+        # and a program's path with a blank in it (C:\Program Files\Git\bin\git.exe) is one word
+        words = [command] if os.path.isfile(command) else CommandTemplate(command).render({}, False)
+    except (TemplateError, ToolError) as exc:
         raise UsageError("init: --command %r: %s" % (command, exc))
     if not words:
         raise UsageError("init: --command is empty")
-    quoted = shlex.join(words)  # template words, which mcpstudio splits as a POSIX shell does on every system
+    quoted = shlex.join(words)  # in single quotes a backslash is itself, in the config as in a POSIX shell
     values = {  # each goes into the starter as JSON, under its key + "_json"
         "name": rest[0], "help_description": "Show how to use %s." % command,
         "run_description": "Run %s with arguments." % command, "args_description": "Arguments for %s" % command,

@@ -2102,6 +2102,33 @@ class WindowsTests(ScratchDir):
         self.assertIn("Jos\u00e9 \u2713", said)  # McpProcess reads stderr as UTF-8 (errors: U+FFFD)
         self.assertNotIn("\ufffd", said)
 
+    def test_init_keeps_a_programs_windows_path(self):
+        # winnew: `init NAME --command "C:\Program Files\Git\bin\git.exe"` split the command as a POSIX shell does:
+        # the starter's commands ran `C:Program` with `FilesGitbingit.exe` (backslashes gone, the path cut at its
+        # blank), and `check` warned that `C:Program` is not an executable. A program's path is one word, and a
+        # command is split as the config splits it (a backslash before a letter is kept).
+        if os.name == "nt":
+            program = self.shim("git tool.cmd")
+        else:
+            program = self.script(os.path.join("my tools", "git tool"), "#!%s\nimport json, sys\nprint(json.dumps(sys.argv[1:]))\n" % PY)
+        for number, (command, words) in enumerate(((program, [program]),
+                                                   ("C:\\Tools\\app.exe --root C:\\data", ["C:\\Tools\\app.exe", "--root", "C:\\data"]))):
+            with self.subTest(command=command):
+                out = os.path.join(self.dir, "starter %d.json" % number)
+                proc = subprocess.run(SERVER + ["init", "t", "--command", command, "-o", out], capture_output=True,
+                                      text=True, timeout=WAIT * 2, stdin=subprocess.DEVNULL, env=self.env)
+                self.assertEqual(proc.returncode, 0, proc.stderr)
+                with open(out, encoding="utf-8") as f:
+                    starter = json.loads(mcpstudio.strip_json_comments(f.read()))
+                self.assertEqual(mcpstudio.CommandTemplate(starter["tools"][0]["command"]).render({}, False), words + ["--help"])
+        proc = subprocess.run(SERVER + ["check", "--config", os.path.join(self.dir, "starter 0.json")], capture_output=True,
+                              text=True, timeout=WAIT * 2, stdin=subprocess.DEVNULL, env=self.env)
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        self.assertNotIn("warning", proc.stdout + proc.stderr)
+        with self.serve("serve", "--config", os.path.join(self.dir, "starter 0.json")) as server:
+            server.initialize()
+            self.assertEqual(self.call_args(server, "t_help", {}), ["--help"])
+
     def test_the_default_config_path_is_one_path_of_the_system(self):
         # Without --config and $XDG_CONFIG_HOME, `status` names the config it looked for and the `init` that makes
         # it: on Windows that was `C:\\Users\\me/.config\\mcpstudio\\config.json`, a `/` among the backslashes.
