@@ -1587,6 +1587,14 @@ def render_words(words, arguments, allow_dash_values, ends=()):
     return argv
 
 
+def program_stem(program):
+    """A program word's name without its folder (`/` or `\\`) and extension: `C:\\Git\\bin\\git.exe` gives `git`,
+    as a tool and a client's server entry are named."""
+    base = re.split(r"[\\/]", program)[-1]
+    stem, ext = os.path.splitext(base)
+    return stem if stem and ext else base
+
+
 class Template:
     """A command template, parsed once into words of text and fields.
 
@@ -1723,10 +1731,7 @@ class Template:
 
     def command_name(self):
         """The base name of the command word: `/usr/bin/git-lfs` gives `git-lfs`."""
-        first = "".join(p for p in self.words[0] if isinstance(p, str))
-        base = re.split(r"[\\/]", first)[-1]
-        stem, ext = os.path.splitext(base)
-        return (stem if stem and ext else base) or "command"
+        return program_stem("".join(p for p in self.words[0] if isinstance(p, str))) or "command"
 
     # -- calls ------------------------------------------------------------------
 
@@ -16801,7 +16806,7 @@ def _entry_name(words):
     """A server name for the client's list: --name, the command, the script folder or the config's file name."""
     options, rest, _ = _mode_options(words)
     folder = options["root_directory"] or (options["skills"][0] if options["skills"] and not options["config"] else None)
-    name = (options["name"] or (os.path.basename(rest[0]) if rest else None)
+    name = (options["name"] or (program_stem(rest[0]) if rest else None)
             or (os.path.basename(os.path.normpath(folder)) if folder else None)
             or os.path.splitext(os.path.basename(options["config"] or default_config_path()))[0])
     return _UNSAFE_NAME_CHARS.sub("_", name) or "mcpstudio"

@@ -2414,6 +2414,18 @@ class WindowsTests(ScratchDir):
             self.assertEqual(self.call_args(server, name, {"text": "from Claude Desktop"}), ["from Claude Desktop"])
             self.assertEqual(server.close(), 0)
 
+    def test_install_names_the_entry_as_the_tool(self):
+        # winnew: `install` named a client's entry for the program's file name, extension and all (`git_exe` for
+        # C:\\...\\git.exe, `python_exe`), where the tool it serves is `git`: the client showed `git_exe: git`.
+        # The entry's name is the tool's, on every system.
+        proc = subprocess.run(SERVER + ["install", "--client", "claude-desktop", PY, self.argv_py, "{text}"],
+                              capture_output=True, text=True, timeout=WAIT * 2, stdin=subprocess.DEVNULL, env=self.env)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        name, = json.loads(proc.stdout)["mcpServers"]
+        with self.serve(PY, self.argv_py, "{text}") as server:
+            server.initialize()
+            self.assertEqual([t["name"] for t in server.request("tools/list")["result"]["tools"]], [name])
+
     def test_zipapp(self):
         # mcpstudio zipapp builds one file that serves, run by `python OUT.pyz` from a folder with spaces.
         pyz = os.path.join(self.tools, "mcp studio.pyz")
