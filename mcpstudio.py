@@ -364,6 +364,14 @@ def unexpanded_path_hint(path, in_config=False, environ=None) -> str:
     return ""
 
 
+def encoding_hint(data) -> str:
+    """What to do with a text file that is not UTF-8, from its bytes `data`: Windows' other encodings."""
+    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        return ("it is UTF-16 (what Windows PowerShell 5.1's > and Out-File write, and Notepad's \"Unicode\"); save "
+                "it as UTF-8 (Notepad: Save as, Encoding UTF-8; PowerShell: Set-Content -Encoding utf8)")
+    return "save it as UTF-8 (it is in another encoding, such as Windows' ANSI code page)"
+
+
 def default_config_path():
     """$XDG_CONFIG_HOME/mcpstudio/config.json, else ~/.config/mcpstudio/config.json."""
     return os.path.join(os.environ.get("XDG_CONFIG_HOME") or os.path.expanduser(os.path.join("~", ".config")), "mcpstudio", "config.json")
@@ -6142,7 +6150,9 @@ class SkillFolders(Source):
                     cached = (key, exc if isinstance(exc, FrontmatterError) else FrontmatterError(
                         "cannot be read (%s: %s)" % (type(exc).__name__, exc)))
                 self._headers[skill_md] = cached
-        except (OSError, UnicodeDecodeError) as exc:
+        except UnicodeDecodeError as exc:
+            return "cannot read it (%s); %s" % (exc, encoding_hint(exc.object))
+        except OSError as exc:
             return "cannot read it (%s); make it a readable UTF-8 file" % exc
         header = cached[1]
         if isinstance(header, FrontmatterError):
@@ -8988,7 +8998,9 @@ class ConfigLoader:
             if hint:  # not a file to create: a path written for a shell
                 raise self.error("", "no such file%s" % hint)
             raise self.error("", "no such file (create one with: mcpstudio init NAME --command CMD -o %s)" % self.path)
-        except (OSError, UnicodeDecodeError) as exc:
+        except UnicodeDecodeError as exc:
+            raise self.error("", "cannot read it: %s; %s" % (exc, encoding_hint(exc.object)))
+        except OSError as exc:
             raise self.error("", "cannot read it: %s" % exc)
         def no_duplicates(pairs):
             seen = {}
@@ -16913,12 +16925,15 @@ def _merge_toml_table(text, name, table):
 
 
 def _text_of(path):
-    """A file's text; "" when it does not exist."""
+    """A file's text; "" when it does not exist; a ConfigError when it is not UTF-8 (a client's config written by
+    Windows PowerShell 5.1 is UTF-16: install --write ended in a traceback)."""
     try:
         with open(path, encoding="utf-8") as f:
             return f.read()
     except FileNotFoundError:
         return ""
+    except UnicodeDecodeError as exc:
+        raise ConfigError("cannot read %s: %s; %s" % (path, exc, encoding_hint(exc.object)))
 
 
 def _read_json_file(path, what):

@@ -2129,6 +2129,34 @@ class WindowsTests(ScratchDir):
             server.initialize()
             self.assertEqual(self.call_args(server, "t_help", {}), ["--help"])
 
+    def test_a_utf_16_file_says_to_save_it_as_utf_8(self):
+        # winnew: Windows PowerShell 5.1's `>` and Out-File write UTF-16, as Notepad's "Unicode" does. Such a client
+        # config made `install --write` end in a traceback (UnicodeDecodeError); a config or a SKILL.md said only
+        # what the codec said. Each now says what the file is and how to save it as UTF-8.
+        def utf_16(path, text):
+            with open(path, "wb") as f:
+                f.write(("\ufeff" + text).encode("utf-16-le"))
+        hint = ("it is UTF-16 (what Windows PowerShell 5.1's > and Out-File write, and Notepad's \"Unicode\"); save "
+                "it as UTF-8 (Notepad: Save as, Encoding UTF-8; PowerShell: Set-Content -Encoding utf8)")
+        config = os.path.join(self.tools, "ps.json")
+        utf_16(config, '{"tools": []}\r\n')
+        appdata = os.path.join(self.dir, "AppData", "Roaming")
+        os.makedirs(os.path.join(appdata, "Claude"))
+        utf_16(os.path.join(appdata, "Claude", "claude_desktop_config.json"), '{"mcpServers": {}}\r\n')
+        skills = os.path.join(self.tools, "skills")
+        write_skill(skills, "notes", "name: notes\ndescription: Take notes.")
+        utf_16(os.path.join(skills, "notes", "SKILL.md"), "---\r\nname: notes\r\ndescription: Take notes.\r\n---\r\n")
+        env = dict(self.env, APPDATA=appdata, XDG_CONFIG_HOME=appdata)
+        for words, code in ((["check", "--config", config], 1),
+                            (["install", "--client", "claude-desktop", "--write", PY, self.argv_py, "{text}"], 1),
+                            (["check", "--skills", skills], 1)):
+            with self.subTest(words=words[:2]):
+                proc = subprocess.run(SERVER + words, capture_output=True, text=True, timeout=WAIT * 2,
+                                      stdin=subprocess.DEVNULL, env=env, cwd=self.dir)
+                self.assertEqual(proc.returncode, code, proc.stdout + proc.stderr)
+                self.assertIn(hint, proc.stdout + proc.stderr)
+                self.assertNotIn("Traceback", proc.stderr)
+
     def test_the_default_config_path_is_one_path_of_the_system(self):
         # Without --config and $XDG_CONFIG_HOME, `status` names the config it looked for and the `init` that makes
         # it: on Windows that was `C:\\Users\\me/.config\\mcpstudio\\config.json`, a `/` among the backslashes.
