@@ -16760,6 +16760,22 @@ def _app_folder(platform):
     return os.environ.get("XDG_CONFIG_HOME") or os.path.expanduser("~/.config")
 
 
+def _packaged_roaming(family, platform):
+    """The Roaming folder an MSIX-packaged Windows app (`family`_<publisher id>) reads instead of %APPDATA%, or None.
+    Windows gives a packaged app its own copy of AppData\\Roaming (LocalCache\\Roaming in its package folder): since
+    February 2026 Claude Desktop's installers are MSIX, and a file written to %APPDATA%\\Claude is never read. Of
+    two packages (a reinstall left one), the one whose Claude folder exists; None when that leaves no single one."""
+    if platform != "win32":
+        return None
+    import glob
+    local = os.environ.get("LOCALAPPDATA") or os.path.join(os.path.expanduser("~"), "AppData", "Local")
+    found = sorted(glob.glob(os.path.join(glob.escape(os.path.join(local, "Packages")), family + "_*", "LocalCache",
+                                          "Roaming")))
+    if len(found) > 1:
+        found = [folder for folder in found if os.path.isdir(os.path.join(folder, family))]
+    return found[0] if len(found) == 1 else None
+
+
 def client_config_path(client, platform=None):
     """The user-level file `client` reads its MCP servers from, on `platform` (default: this one)."""
     platform = platform or sys.platform
@@ -16767,7 +16783,8 @@ def client_config_path(client, platform=None):
     if client == "claude-code":
         return os.path.join(os.environ.get("CLAUDE_CONFIG_DIR") or home, ".claude.json")
     if client == "claude-desktop":
-        return os.path.join(_app_folder(platform), "Claude", "claude_desktop_config.json")
+        return os.path.join(_packaged_roaming("Claude", platform) or _app_folder(platform), "Claude",
+                            "claude_desktop_config.json")
     if client == "cursor":
         return os.path.join(home, ".cursor", "mcp.json")
     if client == "vscode":

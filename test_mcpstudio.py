@@ -2454,6 +2454,38 @@ class WindowsTests(ScratchDir):
             server.initialize()
             self.assertEqual([t["name"] for t in server.request("tools/list")["result"]["tools"]], [name])
 
+    def test_install_writes_the_config_an_msix_claude_desktop_reads(self):
+        # winnew: since February 2026 Claude Desktop's Windows installers are MSIX: the app reads its config from its
+        # package's own Roaming folder (%LOCALAPPDATA%\\Packages\\Claude_<id>\\LocalCache\\Roaming\\Claude), and a
+        # file in %APPDATA%\\Claude is never read. install --write wrote there, and import read there: the entry never
+        # reached the app, and nothing said so. Both use the package's folder when there is one.
+        from unittest import mock
+        appdata, local = os.path.join(self.dir, "AppData", "Roaming"), os.path.join(self.dir, "AppData", "Local")
+        packaged = os.path.join(local, "Packages", "Claude_pzs8sxrjxfjjc", "LocalCache", "Roaming")
+        os.makedirs(packaged)
+        os.makedirs(os.path.join(local, "Packages", "ClaudeOther_x", "LocalCache", "Roaming"))
+        expected = os.path.join(packaged, "Claude", "claude_desktop_config.json")
+        with mock.patch.dict(os.environ, {"APPDATA": appdata, "LOCALAPPDATA": local}):
+            self.assertEqual(mcpstudio.client_config_path("claude-desktop", "win32"), expected)
+            self.assertEqual(mcpstudio.client_config_path("vscode", "win32"), os.path.join(appdata, "Code", "User", "mcp.json"))
+            stale = os.path.join(local, "Packages", "Claude_stale", "LocalCache", "Roaming")
+            os.makedirs(stale)  # two packages: the one the app made its folder in
+            os.makedirs(os.path.join(packaged, "Claude"))
+            self.assertEqual(mcpstudio.client_config_path("claude-desktop", "win32"), expected)
+            os.makedirs(os.path.join(stale, "Claude"))  # no telling which: %APPDATA%, as before
+            self.assertEqual(mcpstudio.client_config_path("claude-desktop", "win32"),
+                             os.path.join(appdata, "Claude", "claude_desktop_config.json"))
+            shutil.rmtree(os.path.join(local, "Packages", "Claude_stale"))
+        if os.name == "nt":
+            env = dict(self.env, APPDATA=appdata, LOCALAPPDATA=local)
+            proc = subprocess.run(SERVER + ["install", "--client", "claude-desktop", "--write", PY, self.argv_py, "{text}"],
+                                  capture_output=True, text=True, timeout=WAIT * 2, stdin=subprocess.DEVNULL, env=env, cwd=self.dir)
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            self.assertIn(expected, proc.stdout + proc.stderr)
+            with open(expected, encoding="utf-8") as f:
+                self.assertEqual(len(json.load(f)["mcpServers"]), 1)
+            self.assertFalse(os.path.exists(os.path.join(appdata, "Claude")))
+
     def test_zipapp(self):
         # mcpstudio zipapp builds one file that serves, run by `python OUT.pyz` from a folder with spaces.
         pyz = os.path.join(self.tools, "mcp studio.pyz")
