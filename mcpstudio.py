@@ -358,6 +358,34 @@ def _header_value(value):
     return value
 
 
+_PERCENT_VARIABLE = re.compile(r"%([A-Za-z_][A-Za-z0-9_()]*)%")  # cmd.exe's %USERPROFILE%, %ProgramFiles(x86)%
+
+
+def unexpanded_path_hint(path, in_config=False, environ=None) -> str:
+    """Why a path given as a client's args word (or, `in_config`, a config's value) was not found when it was
+    written for a shell: `%NAME%`, which only cmd.exe expands (no client runs one, and a config expands
+    `${NAME}`), or quotes around it, which only a shell takes off; "" when it has neither."""
+    environ = os.environ if environ is None else environ
+    names = _PERCENT_VARIABLE.findall(path)
+    if names and in_config:
+        return "; a config expands ${%s}, not %%%s%%" % (names[0], names[0])
+    if names:
+        expanded = _PERCENT_VARIABLE.sub(lambda m: environ.get(m.group(1), m.group()), path)
+        return ("; %%%s%% is not expanded: a client starts mcpstudio with no shell, so write the path out%s"
+                % (names[0], "" if _PERCENT_VARIABLE.search(expanded) else " (%s)" % expanded))
+    if len(path) > 1 and path[0] == path[-1] and path[0] in "\"'" and not in_config:
+        return "; drop the quotes: a word of a client's args is one argument as it is"
+    return ""
+
+
+def encoding_hint(data) -> str:
+    """What to do with a text file that is not UTF-8, from its bytes `data`: Windows' other encodings."""
+    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        return ("it is UTF-16 (what Windows PowerShell 5.1's > and Out-File write, and Notepad's \"Unicode\"); save "
+                "it as UTF-8 (Notepad: Save as, Encoding UTF-8; PowerShell: Set-Content -Encoding utf8)")
+    return "save it as UTF-8 (it is in another encoding, such as Windows' ANSI code page)"
+
+
 def default_config_path():
     """$XDG_CONFIG_HOME/mcpstudio/config.json, else ~/.config/mcpstudio/config.json."""
     return os.path.join(os.environ.get("XDG_CONFIG_HOME") or os.path.expanduser(os.path.join("~", ".config")), "mcpstudio", "config.json")
@@ -562,6 +590,21 @@ def unclosed_warning(words):
     found = unclosed_fields(words)
     return found and ("%s is not closed, so it is passed as that text, not a field: close it (`%s}`), or write "
                       "`\\{` for a literal brace" % (", ".join("`%s`" % text for text in found), found[0]))
+
+
+_ESCAPED_FIELD = re.compile(r"(?<!\\)\\([{\[]%s(?:\.\.\.|:file|:folder)?[}\]])" % _FIELD_NAME)
+
+
+def escaped_path_field_warning(words):
+    """The warning for a field a path's backslash escaped (`C:\\data\\{name}.txt`: `\\{` is a literal brace, so
+    the word has no field, where a Windows path put one after its last backslash), or None."""
+    for word in words:
+        for match in _ESCAPED_FIELD.finditer(word):
+            if re.search(r"[\\/]|[A-Za-z]:", word[:match.start()]):
+                return ("`%s` has no field %s: `\\%s` is a literal %s; a field right after a path's backslash takes "
+                        "two (`%s`)" % (word, match.group(1), match.group(1)[0], "brace" if match.group(1)[0] == "{"
+                                    else "bracket", word[:match.start()] + "\\" + match.group() + word[match.end():]))
+    return None
 
 
 def _refuse_nested(text, at, match, error):
@@ -952,6 +995,16 @@ def _steers(name):
     return not _QUIET_VARIABLE.fullmatch(name) or bool(_STEERING_VARIABLE.fullmatch(name))
 
 
+# What to do instead of `cmd /c ... {x}` or `powershell ... {x}` (Windows' shells, which have no way to take a
+# value as data): the POSIX advice (sh -c 'echo "$1"' sh {x}) needs a sh that Windows lacks.
+_WINDOWS_SHELL_ADVICE = {
+    "`cmd`": "Run the program itself, without cmd /c, the value its own argument (mcpstudio starts programs "
+             "directly: no shell is needed), or a .cmd file by its path (the value is %1, under the batch-file rule), "
+             "or pass the value through stdin",
+    "`powershell`": "Put the commands in a .ps1 script in a script folder (--root-directory), which gets the "
+                    "values as JSON on stdin, or run the program itself, the value its own argument"}
+
+
 class _CodeCheck:
     """Walks one command's words (lists of pieces). `problem` is the refusal or None;
     `stdin_code` says how a program uses stdin when it makes it code or arguments
@@ -970,9 +1023,10 @@ class _CodeCheck:
 
     def _code(self, index, program, note=""):
         self._refuse(index, "`%(name)s` stands inside code that " + program + " runs" + note + " (the word "
-                     "`%(word)s`), so a value would be code: it could run any command or read any secret. Pass "
-                     "the value as its own argument "
-                     "(sh -c 'echo \"$1\"' sh {%(name)s}; jq --arg v {%(name)s} '.[$v]') or through stdin")
+                     "`%(word)s`), so a value would be code: it could run any command or read any secret. "
+                     + _WINDOWS_SHELL_ADVICE.get(program, "Pass the value as its own argument "
+                                                 "(sh -c 'echo \"$1\"' sh {%(name)s}; jq --arg v {%(name)s} '.[$v]') "
+                                                 "or through stdin"))
 
     def _choice(self, index, what):
         if self.guessing:
@@ -1555,6 +1609,14 @@ def render_words(words, arguments, allow_dash_values, ends=()):
     return argv
 
 
+def program_stem(program):
+    """A program word's name without its folder (`/` or `\\`) and extension: `C:\\Git\\bin\\git.exe` gives `git`,
+    as a tool and a client's server entry are named."""
+    base = re.split(r"[\\/]", program)[-1]
+    stem, ext = os.path.splitext(base)
+    return stem if stem and ext else base
+
+
 class Template:
     """A command template, parsed once into words of text and fields.
 
@@ -1691,10 +1753,7 @@ class Template:
 
     def command_name(self):
         """The base name of the command word: `/usr/bin/git-lfs` gives `git-lfs`."""
-        first = "".join(p for p in self.words[0] if isinstance(p, str))
-        base = re.split(r"[\\/]", first)[-1]
-        stem, ext = os.path.splitext(base)
-        return (stem if stem and ext else base) or "command"
+        return program_stem("".join(p for p in self.words[0] if isinstance(p, str))) or "command"
 
     # -- calls ------------------------------------------------------------------
 
@@ -2360,8 +2419,12 @@ if _POSIX:
     def _cache_base():
         return os.path.expanduser("~/Library/Caches" if sys.platform == "darwin" else "~/.cache")
 
-    def _text_stdout():
+    def _text_streams():
         pass  # print() writes the locale's encoding, UTF-8 on any system a client runs on
+
+    def _stream_text(text):
+        """A command's output as it goes into a text stream (`call`'s stdout), which writes it as given here."""
+        return text
 
     def _writable_now(fd, size):
         """Whether a write of `size` bytes to `fd` would complete whole without blocking: at most
@@ -2782,11 +2845,21 @@ else:  # pragma: windows (Windows CPython under Wine in .ci/windows; the README 
             return None if _BINARY_CONTROLS.search(text) else text
         return None
 
-    def _text_stdout():
+    def _text_streams():
         """Redirected to a file or pipe, print() writes the ANSI code page and fails on the first
-        character outside it (an emoji in a tool's description): write UTF-8 instead."""
-        if sys.stdout is not None and hasattr(sys.stdout, "reconfigure") and not os.environ.get("PYTHONIOENCODING"):
-            sys.stdout.reconfigure(encoding="utf-8", errors="replace")
+        character outside it (an emoji in a tool's description): write UTF-8 instead. stderr too, which a
+        client reads as UTF-8 into its log: a warning naming C:\\Users\\Jos\xe9 came out as Jos\ufffd
+        there (cp1252's byte), and a character outside the code page as \\u2713."""
+        if os.environ.get("PYTHONIOENCODING"):
+            return
+        for stream, errors in ((sys.stdout, "replace"), (sys.stderr, "backslashreplace")):
+            if stream is not None and hasattr(stream, "reconfigure"):
+                stream.reconfigure(encoding="utf-8", errors=errors)
+
+    def _stream_text(text):
+        """A command's output as it goes into a text stream (`call`'s stdout, stderr), which writes each "\n" as
+        CRLF here: its own CRLF line ends are given as "\n", so they come out once (they came out CR CR LF)."""
+        return text.replace("\r\n", "\n")
 
     def _writable_now(fd, size):
         return False  # select() cannot poll pipes on Windows: every write goes through the thread
@@ -6113,7 +6186,9 @@ class SkillFolders(Source):
                     cached = (key, exc if isinstance(exc, FrontmatterError) else FrontmatterError(
                         "cannot be read (%s: %s)" % (type(exc).__name__, exc)))
                 self._headers[skill_md] = cached
-        except (OSError, UnicodeDecodeError) as exc:
+        except UnicodeDecodeError as exc:
+            return "cannot read it (%s); %s" % (exc, encoding_hint(exc.object))
+        except OSError as exc:
             return "cannot read it (%s); make it a readable UTF-8 file" % exc
         header = cached[1]
         if isinstance(header, FrontmatterError):
@@ -7800,6 +7875,77 @@ def _join(where, key):
     return "%s.%s" % (where, key) if where else key
 
 
+# A Windows path written with single backslashes in a JSON string: `\U`, `\P` (and `\u` without four hex
+# digits) are invalid escapes, where json's own message says only "Invalid \escape"; `\t` `\n` `\r` `\b` `\f`
+# are valid ones, read as control characters (C:\temp\new is C:<tab>emp<line break>ew), where nothing said a
+# thing. Both are told with the string written the two ways that work: each backslash twice, or `/`.
+_CONTROL_NAMES = {"\b": "a backspace", "\f": "a form feed", "\n": "a line break", "\r": "a carriage return",
+                  "\t": "a tab"}
+_CONTROL_ESCAPES = {"\b": "b", "\f": "f", "\n": "n", "\r": "r", "\t": "t"}
+# The keys whose strings are paths or commands (in a tool, a resource, a server entry, a script folder, the
+# audit log): a control character there is a backslash JSON ate. `env`/`environment` values count too.
+_PATH_VALUE_KEYS = frozenset(("command command_template working_directory cwd args env environment path scripts "
+                              "skills within file output_folder").split())
+_LITERAL_ESCAPE = re.compile(r'\\(u[0-9A-Fa-f]{4}|.)', re.S)
+
+
+def _shown_literal(literal, limit=160):
+    """A JSON string's text for a message, cut past `limit` characters."""
+    return literal if len(literal) <= limit else literal[:limit - 4] + '..."'
+
+
+def invalid_escape_hint(text, pos) -> str:
+    """What to write for the JSON string of `text` that holds the invalid escape json found at `pos` (a Windows
+    path's single backslash): the string with each such backslash doubled, and with `/` instead."""
+    literal = next((m.group() for m in re.finditer(_JSON_STRING, text) if m.start() <= pos < m.end()), None)
+    if literal is None:
+        return ""
+
+    def fixed(slash):
+        def one(match):
+            escape = match.group(1)
+            if escape == "\\":
+                return "/" if slash else match.group()
+            if escape in ('"', "/") or len(escape) == 5:
+                return match.group()
+            if escape in "bfnrt" and not re.match(r"[A-Za-z0-9_]", literal[match.end():match.end() + 1]):
+                return match.group()  # a tab or a line break meant as one (not a path's next folder)
+            return ("/" if slash else "\\\\") + escape
+        return _LITERAL_ESCAPE.sub(one, literal)
+    return (": in a JSON string a backslash starts an escape, so a Windows path's backslashes are written twice: "
+            "%s (or with /: %s)" % (_shown_literal(fixed(False)), _shown_literal(fixed(True))))
+
+
+def escaped_path_problem(data, where=""):
+    """(key path, message) for the first path or command in a config's `data` that holds a control character
+    where a Windows path had a backslash (JSON reads C:\\temp as C:<tab>emp); None when none does. A string
+    counts when it names a drive (`C:` then a backslash, a slash or such a character) or holds a backslash."""
+    def found(value, here):
+        controls = sorted((c for c in _CONTROL_NAMES if c in value), key=value.index)
+        if not controls or not re.search(r"[A-Za-z]:[\\/\b\f\n\r\t]|\\", value):
+            return None
+        written = json.dumps(value, ensure_ascii=False)
+        doubled = _LITERAL_ESCAPE.sub(lambda m: "\\\\" + m.group(1) if m.group(1) in "bfnrt" else m.group(), written)
+        slashed = json.dumps("".join("/" + _CONTROL_ESCAPES[c] if c in _CONTROL_ESCAPES else "/" if c == "\\" else c
+                                     for c in value), ensure_ascii=False)
+        read = " and ".join("\\%s as %s" % (_CONTROL_ESCAPES[c], _CONTROL_NAMES[c]) for c in controls)
+        return here, ("%s: JSON reads %s, not as backslashes; write each backslash twice: %s (or with /: %s)"
+                      % (_shown_literal(written), read, _shown_literal(doubled), _shown_literal(slashed)))
+
+    def walk(value, here, counts):
+        if isinstance(value, str):
+            return found(value, here) if counts else None
+        items = (value.items() if isinstance(value, dict)
+                 else enumerate(value) if isinstance(value, list) else ())
+        for key, item in items:
+            inner = "%s[%d]" % (here, key) if isinstance(key, int) else _join(here, key)
+            problem = walk(item, inner, counts or (isinstance(key, str) and key in _PATH_VALUE_KEYS))
+            if problem:
+                return problem
+        return None
+    return walk(data, where, False)
+
+
 def _close_match(word, choices, cutoff=0.6):
     """The one of `choices` most like `word`, for a did-you-mean hint; None when none is close."""
     import difflib
@@ -8869,6 +9015,7 @@ class ConfigLoader:
 
     def __init__(self, path, environ=None, data=None):
         self.path = os.path.abspath(os.path.expanduser(path)) if data is None else path
+        self.given = path  # as written (a client's args word): what a shell would have changed shows
         self.folder = os.path.dirname(self.path) if data is None else os.getcwd()
         self.environ = os.environ if environ is None else environ
         self.secrets = []  # expanded environment values, masked in logs
@@ -8887,8 +9034,13 @@ class ConfigLoader:
             with open(self.path, encoding="utf-8-sig") as f:
                 text = f.read()
         except FileNotFoundError:
+            hint = unexpanded_path_hint(self.given)
+            if hint:  # not a file to create: a path written for a shell
+                raise self.error("", "no such file%s" % hint)
             raise self.error("", "no such file (create one with: mcpstudio init NAME --command CMD -o %s)" % self.path)
-        except (OSError, UnicodeDecodeError) as exc:
+        except UnicodeDecodeError as exc:
+            raise self.error("", "cannot read it: %s; %s" % (exc, encoding_hint(exc.object)))
+        except OSError as exc:
             raise self.error("", "cannot read it: %s" % exc)
         def no_duplicates(pairs):
             seen = {}
@@ -8900,13 +9052,17 @@ class ConfigLoader:
         try:
             data = json.loads(strip_json_comments(text), object_pairs_hook=no_duplicates)
         except json.JSONDecodeError as exc:
-            raise ConfigError("%s:%d:%d: invalid JSON: %s" % (self.path, exc.lineno, exc.colno, exc.msg))
+            hint = invalid_escape_hint(exc.doc, exc.pos) if exc.msg.startswith("Invalid \\") else ""
+            raise ConfigError("%s:%d:%d: invalid JSON: %s%s" % (self.path, exc.lineno, exc.colno, exc.msg, hint))
         except ValueError as exc:
             raise self.error("", exc)
         except RecursionError:
             raise self.error("", "invalid JSON: nested too deeply") from None
         if not isinstance(data, dict):
             raise self.error("", "the file must hold a JSON object ({...}), not %s" % _type_name(data))
+        problem = escaped_path_problem(data)
+        if problem:
+            raise self.error(*problem)
         return data
 
     # -- checks ---------------------------------------------------------------
@@ -8979,7 +9135,7 @@ class ConfigLoader:
             raise self.error(where, "%s is a file, not a folder: give the folder that holds it (%s)"
                              % (path, os.path.dirname(path)))
         if not os.path.isdir(path):
-            raise self.error(where, "no such folder: %s" % path)
+            raise self.error(where, "no such folder: %s%s" % (path, unexpanded_path_hint(value, in_config=True)))
         return path
 
     def environment(self, obj, where, key="environment"):
@@ -9104,9 +9260,10 @@ class ConfigLoader:
                             "what it asks another way (an option such as --yes, or its environment).",
                             self.path, index, tool.name)
         for where, template, _, _ in commands:
-            warning = unclosed_warning(template.literal_words())
-            if warning:
-                log.warning("%s: %s: its command: %s", self.path, where, warning)
+            for warning in (unclosed_warning(template.literal_words()),
+                            escaped_path_field_warning(template.literal_words())):
+                if warning:
+                    log.warning("%s: %s: its command: %s", self.path, where, warning)
 
     def tool(self, spec, where, runner: ProcessRunner, settings: RunSettings) -> CommandTool:
         """One `tools` entry as a CommandTool."""
@@ -16166,8 +16323,8 @@ def _folder_option(option, given):
         raise UsageError("%s %s: a file, not a folder: give the folder that holds it (%s)"
                          % (option, given, os.path.dirname(os.path.abspath(folder))))
     if not os.path.isdir(folder):
-        raise UsageError("%s %s: no such folder (looked for %s; client configs need absolute paths)"
-                         % (option, given, os.path.abspath(folder)))
+        raise UsageError("%s %s: no such folder (looked for %s; client configs need absolute paths%s)"
+                         % (option, given, os.path.abspath(folder), unexpanded_path_hint(given)))
     return folder
 
 
@@ -16267,6 +16424,8 @@ def _build_server(options, words, log: Log, config, runner=None, primary: Server
             log.warning("%s; each call will fail so", missing)
         if unclosed_warning(words):
             log.warning("the template: %s", unclosed_warning(words))
+        if escaped_path_field_warning(words):
+            log.warning("the template: %s", escaped_path_field_warning(words))
         misplaced = [word for word in words[1:] if word.startswith("--") and word.partition("=")[0] in _OPTIONS_BY_NAME]
         if misplaced:  # parse_command_line stops at the command: later words are the template's
             log.warning("%s stand%s after the command `%s`, so %s words of the template, passed to it at every "
@@ -16723,11 +16882,11 @@ def _print_content(content, out):
     for block in content or []:
         kind = block.get("type")
         if kind == "text":
-            out.write(block.get("text", "") + ("" if block.get("text", "").endswith("\n") else "\n"))
+            out.write(_stream_text(block.get("text", "") + ("" if block.get("text", "").endswith("\n") else "\n")))
         elif kind == "resource":
             resource = block.get("resource") or {}
             if "text" in resource:
-                out.write(resource["text"] + ("" if resource["text"].endswith("\n") else "\n"))
+                out.write(_stream_text(resource["text"] + ("" if resource["text"].endswith("\n") else "\n")))
             else:
                 out.write("[resource %s: %s, %d bytes of base64]\n" % (resource.get("uri"), resource.get("mimeType"),
                                                                         len(resource.get("blob", ""))))
@@ -16872,6 +17031,22 @@ def _app_folder(platform):
     return os.environ.get("XDG_CONFIG_HOME") or os.path.expanduser("~/.config")
 
 
+def _packaged_roaming(family, platform):
+    """The Roaming folder an MSIX-packaged Windows app (`family`_<publisher id>) reads instead of %APPDATA%, or None.
+    Windows gives a packaged app its own copy of AppData\\Roaming (LocalCache\\Roaming in its package folder): since
+    February 2026 Claude Desktop's installers are MSIX, and a file written to %APPDATA%\\Claude is never read. Of
+    two packages (a reinstall left one), the one whose Claude folder exists; None when that leaves no single one."""
+    if platform != "win32":
+        return None
+    import glob
+    local = os.environ.get("LOCALAPPDATA") or os.path.join(os.path.expanduser("~"), "AppData", "Local")
+    found = sorted(glob.glob(os.path.join(glob.escape(os.path.join(local, "Packages")), family + "_*", "LocalCache",
+                                          "Roaming")))
+    if len(found) > 1:
+        found = [folder for folder in found if os.path.isdir(os.path.join(folder, family))]
+    return found[0] if len(found) == 1 else None
+
+
 def client_config_path(client, platform=None):
     """The user-level file `client` reads its MCP servers from, on `platform` (default: this one)."""
     platform = platform or sys.platform
@@ -16879,7 +17054,8 @@ def client_config_path(client, platform=None):
     if client == "claude-code":
         return os.path.join(os.environ.get("CLAUDE_CONFIG_DIR") or home, ".claude.json")
     if client == "claude-desktop":
-        return os.path.join(_app_folder(platform), "Claude", "claude_desktop_config.json")
+        return os.path.join(_packaged_roaming("Claude", platform) or _app_folder(platform), "Claude",
+                            "claude_desktop_config.json")
     if client == "cursor":
         return os.path.join(home, ".cursor", "mcp.json")
     if client == "vscode":
@@ -16930,7 +17106,7 @@ def _entry_name(words):
     """A server name for the client's list: --name, the command, the script folder or the config's file name."""
     options, rest, _ = _mode_options(words)
     folder = options["root_directory"] or (options["skills"][0] if options["skills"] and not options["config"] else None)
-    name = (options["name"] or (os.path.basename(rest[0]) if rest else None)
+    name = (options["name"] or (program_stem(rest[0]) if rest else None)
             or (os.path.basename(os.path.normpath(folder)) if folder else None)
             or os.path.splitext(os.path.basename(options["config"] or default_config_path()))[0])
     return _UNSAFE_NAME_CHARS.sub("_", name) or "mcpstudio"
@@ -17037,12 +17213,15 @@ def _merge_toml_table(text, name, table):
 
 
 def _text_of(path):
-    """A file's text; "" when it does not exist."""
+    """A file's text; "" when it does not exist; a ConfigError when it is not UTF-8 (a client's config written by
+    Windows PowerShell 5.1 is UTF-16: install --write ended in a traceback)."""
     try:
         with open(path, encoding="utf-8") as f:
             return f.read()
     except FileNotFoundError:
         return ""
+    except UnicodeDecodeError as exc:
+        raise ConfigError("cannot read %s: %s; %s" % (path, exc, encoding_hint(exc.object)))
 
 
 def _read_json_file(path, what):
@@ -17052,7 +17231,10 @@ def _read_json_file(path, what):
     try:
         data = json.loads(stripped) if stripped.strip() else {}
     except ValueError as exc:
-        raise ConfigError("%s: %s is not valid JSON: %s; fix it (or move it aside) and try again" % (what, path, exc))
+        hint = (invalid_escape_hint(exc.doc, exc.pos)
+                if isinstance(exc, json.JSONDecodeError) and exc.msg.startswith("Invalid \\") else "")
+        raise ConfigError("%s: %s is not valid JSON: %s%s; fix it (or move it aside) and try again"
+                          % (what, path, exc, hint))
     if not isinstance(data, dict):
         raise ConfigError("%s: %s holds %s, not a JSON object" % (what, path, _type_name(data)))
     return data, text
@@ -17779,13 +17961,14 @@ def init_config(args):
         sys.stderr.write("mcpstudio: error: %s exists; use --force to overwrite it\n" % output)
         return 1
     import shlex
-    try:
-        words = shlex.split(command)
-    except ValueError as exc:
+    try:  # split as the config will split it (a Windows path keeps its backslashes: shlex made C:\Tools C:Tools),
+        # and a program's path with a blank in it (C:\Program Files\Git\bin\git.exe) is one word
+        words = [command] if os.path.isfile(command) else CommandTemplate(command).render({}, False)
+    except (TemplateError, ToolError) as exc:
         raise UsageError("init: --command %r: %s" % (command, exc))
     if not words:
         raise UsageError("init: --command is empty")
-    quoted = shlex.join(words)  # template words, which mcpstudio splits as a POSIX shell does on every system
+    quoted = shlex.join(words)  # in single quotes a backslash is itself, in the config as in a POSIX shell
     values = {  # each goes into the starter as JSON, under its key + "_json"
         "name": rest[0], "help_description": "Show how to use %s." % command,
         "run_description": "Run %s with arguments." % command, "args_description": "Arguments for %s" % command,
@@ -18736,7 +18919,7 @@ def _terminal_hint(argv, server):
 def main(argv=None):
     """Run mcpstudio with `argv` (default: sys.argv[1:]); return the exit code."""
     argv = sys.argv[1:] if argv is None else list(argv)
-    _text_stdout()
+    _text_streams()
     _drop_entry_env()
     try:
         options, words = parse_command_line(argv)

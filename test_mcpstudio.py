@@ -1799,6 +1799,16 @@ class WindowsTests(ScratchDir):
             server.initialize()
             self.assertEqual(text_of(server.call(os.path.splitext(os.path.basename(PY))[0], {})), "one\r\ntwo\r\n")
 
+    def test_call_prints_crlf_output_once(self):
+        # winnew: `mcpstudio call` printed a Windows program's CRLF output through Windows' text stdout, which
+        # writes each LF as CRLF: every line ended CR CR LF (in a file it was redirected to, too). Its bytes now come
+        # out as the command wrote them, on every system; a line mcpstudio adds ends as the system's do.
+        crlf = self.script("crlf.py", "import sys\nsys.stdout.buffer.write(b'one\\r\\ntwo\\r\\nlast')\n", executable=False)
+        proc = subprocess.run(SERVER + ["call", "crlf", "--name", "crlf", PY, crlf], capture_output=True, timeout=WAIT * 2,
+                              stdin=subprocess.DEVNULL, env=self.env)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertEqual(proc.stdout, b"one\r\ntwo\r\nlast" + os.linesep.encode())
+
     # Words that cmd.exe and the C runtime each read their own way: blanks, quotes, backslashes before a quote and
     # at the end, cmd's metacharacters, in quotes and (after a \\") outside them, and an empty word.
     AWKWARD_WORDS = ["a&b", "x y", 'say "x&y"', "50% off", "(p)|<q>^", "end\\", 'tail\\"q', ",;=", 'a"b', "x&y", "plain", ""]
@@ -1951,6 +1961,201 @@ class WindowsTests(ScratchDir):
                 self.assertEqual(text_of(server.call("marked", {"form": form}, timeout=30)), "Gr\xf6\xdfe\r\n", form)
             result = server.call("bomjson", {}, timeout=30)
             self.assertEqual(result.get("structuredContent"), {"result": [1, 2]}, result)
+
+    def test_a_windows_path_with_single_backslashes_says_how_to_write_it(self):
+        # winnew: a config (or a client's config) with a Windows path written as it is copied from Explorer,
+        # single backslashes. `\U` or `\P` is an invalid escape: the error said only `invalid JSON: Invalid \escape`.
+        # `\t` `\n` `\r` `\b` `\f` are valid ones: C:\temp\new became C:<tab>emp<line break>ew, and `check` said
+        # ok (a `\b` in a command: the call failed with [Errno 22]), or `no such folder:` with a tab and a line
+        # break in it. Each now names the string and writes it the two ways that work.
+        rows = [
+            ('{"tools": [{"name": "t", "command": "C:\\Tools\\app.exe {x}"}]}',
+             ':1:40: invalid JSON: Invalid \\escape: in a JSON string a backslash starts an escape, so a Windows path\'s '
+             'backslashes are written twice: "C:\\\\Tools\\\\app.exe {x}" (or with /: "C:/Tools/app.exe {x}")'),
+            ('{"tools": [{"name": "t", "command": "\\"C:\\users\\me\\app.exe\\" {x}"}]}',
+             ':1:43: invalid JSON: Invalid \\uXXXX escape: in a JSON string a backslash starts an escape, so a Windows path\'s '
+             'backslashes are written twice: "\\"C:\\\\users\\\\me\\\\app.exe\\" {x}" (or with /: "\\"C:/users/me/app.exe\\" {x}")'),
+            ('{"tools": [{"name": "t", "command": "hostname", "working_directory": "C:\\temp\\new"}]}',
+             ': tools[0].working_directory: "C:\\temp\\new": JSON reads \\t as a tab and \\n as a line break, not as '
+             'backslashes; write each backslash twice: "C:\\\\temp\\\\new" (or with /: "C:/temp/new")'),
+            ('{"mcpServers": {"s": {"command": "py", "args": ["C:\\\\Users\\\\Jane Doe\\bin\\\\server.py"]}}}',
+             ': mcpServers.s.args[0]: "C:\\\\Users\\\\Jane Doe\\bin\\\\server.py": JSON reads \\b as a backspace, not as '
+             'backslashes; write each backslash twice: "C:\\\\Users\\\\Jane Doe\\\\bin\\\\server.py" (or with /: '
+             '"C:/Users/Jane Doe/bin/server.py")'),
+            ('{"tools": [{"name": "t", "command": "hostname", "environment": {"OUT": "C:\\reports\\final"}}]}',
+             ': tools[0].environment.OUT: "C:\\reports\\final": JSON reads \\r as a carriage return and \\f as a form '
+             'feed, not as backslashes; write each backslash twice: "C:\\\\reports\\\\final" (or with /: '
+             '"C:/reports/final")')]
+        for number, (text, said) in enumerate(rows):
+            with self.subTest(text=text):
+                config = os.path.join(self.tools, "pasted %d.json" % number)
+                with open(config, "w", encoding="utf-8") as f:
+                    f.write(text)
+                proc = subprocess.run(SERVER + ["check", "--config", config], capture_output=True, text=True,
+                                      timeout=WAIT * 2, stdin=subprocess.DEVNULL, env=self.env)
+                self.assertEqual(proc.returncode, 1, proc.stdout + proc.stderr)
+                self.assertIn(config + said, proc.stderr)
+        # a tab or a line break meant as one, in a description or a stdin template, is no path's backslash
+        config = os.path.join(self.tools, "meant.json")
+        with open(config, "w", encoding="utf-8") as f:
+            f.write('{"tools": [{"name": "t", "description": "Saves to C:\\\\out.\\nThen stops.", "command": "%s -V",'
+                    ' "stdin": "a\\tb\\n"}]}' % PY.replace("\\", "\\\\"))
+        proc = subprocess.run(SERVER + ["check", "--config", config], capture_output=True, text=True,
+                              timeout=WAIT * 2, stdin=subprocess.DEVNULL, env=self.env)
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        # a client's own config (install reads it first to add the entry): the same hint
+        appdata = os.path.join(self.dir, "AppData", "Roaming")
+        os.makedirs(os.path.join(appdata, "Claude"))
+        with open(os.path.join(appdata, "Claude", "claude_desktop_config.json"), "w", encoding="utf-8") as f:
+            f.write('{"mcpServers": {"old": {"command": "C:\\Tools\\old.exe"}}}')
+        proc = subprocess.run(SERVER + ["install", "--client", "claude-desktop", "--write", PY, self.argv_py, "{text}"],
+                              capture_output=True, text=True, timeout=WAIT * 2, stdin=subprocess.DEVNULL,
+                              env=dict(self.env, APPDATA=appdata, XDG_CONFIG_HOME=appdata), cwd=self.dir)
+        self.assertEqual(proc.returncode, 1, proc.stderr)
+        self.assertIn('Invalid \\escape: line 1 column 39 (char 38): in a JSON string a backslash starts an escape, so '
+                      'a Windows path\'s backslashes are written twice: "C:\\\\Tools\\\\old.exe" (or with /: '
+                      '"C:/Tools/old.exe"); fix it (or move it aside) and try again', proc.stderr)
+
+    def test_a_path_written_for_a_shell_says_what_to_write(self):
+        # winnew: a client starts mcpstudio with no shell, so a folder or a config given in its args as
+        # `%USERPROFILE%\.claude\skills` (cmd.exe's way) or in quotes stays as written: the error named a folder
+        # C:\%USERPROFILE%\... (or C:\"C:\...") and, for --config, said to create the file there. A config's own
+        # %NAME% (it expands ${NAME}) likewise. Each now says why, and the path to write where it can tell.
+        skills = os.path.join(self.dir, "skills")
+        write_skill(skills, "notes", "name: notes\ndescription: Take notes.")
+        env = dict(self.env, MCPSTUDIO_TEST_HOME=self.dir)
+        given = os.path.join("%MCPSTUDIO_TEST_HOME%", "skills")
+        config = os.path.join(self.dir, "pasted.json")
+        with open(config, "w", encoding="utf-8") as f:
+            json.dump({"skills": [given]}, f)
+        for words, said in (
+                (["--skills", given], "; %%MCPSTUDIO_TEST_HOME%% is not expanded: a client starts mcpstudio with no "
+                                      "shell, so write the path out (%s))" % skills),
+                (["--skills", '"%s"' % skills], "; drop the quotes: a word of a client's args is one argument as it is)"),
+                (["serve", "--config", os.path.join("%MCPSTUDIO_TEST_HOME%", "c.json")],
+                 "c.json: no such file; %%MCPSTUDIO_TEST_HOME%% is not expanded: a client starts mcpstudio with no "
+                 "shell, so write the path out (%s)" % os.path.join(self.dir, "c.json")),
+                (["check", "--config", config], "skills[0]: no such folder: %s; a config expands ${MCPSTUDIO_TEST_HOME}, "
+                                                "not %%MCPSTUDIO_TEST_HOME%%" % os.path.join(self.dir, given))):
+            with self.subTest(words=words):
+                proc = subprocess.run(SERVER + words, capture_output=True, text=True, timeout=WAIT * 2,
+                                      stdin=subprocess.DEVNULL, env=env, cwd=self.dir)
+                self.assertNotEqual(proc.returncode, 0, proc.stderr)
+                self.assertIn(said, proc.stderr)
+                self.assertNotIn("create one with", proc.stderr)
+
+    def test_a_field_right_after_a_paths_backslash_is_warned_of(self):
+        # winnew: `C:\data\{name}.txt` (a template word or a config's command, as a Windows user writes a path) has
+        # no field: `\{` is a literal brace, so the tool had no `name` parameter and every call got the text
+        # `C:\data{name}.txt`, with nothing said. It is warned of, with the word that puts the field there; that word works.
+        literal, field = "C:\\data\\{name}.txt", "C:\\data\\\\{name}.txt"
+        config = os.path.join(self.dir, "paths.json")
+        with open(config, "w", encoding="utf-8") as f:
+            json.dump({"tools": [{"name": "t", "command": '"%s" "%s" %s' % (PY, self.argv_py, literal)}]}, f)
+        warning = ("`C:\\data\\{name}.txt` has no field {name}: `\\{` is a literal brace; a field right after a "
+                   "path's backslash takes two (`C:\\data\\\\{name}.txt`)")
+        proc = subprocess.run(SERVER + ["check", "--config", config], capture_output=True, text=True, timeout=WAIT * 2,
+                              stdin=subprocess.DEVNULL, env=self.env)
+        self.assertIn("tools[0] `t`: its command: " + warning, proc.stdout + proc.stderr)
+        with self.serve("--name", "show", PY, self.argv_py, literal) as server:
+            server.initialize()
+            self.assertEqual(self.call_args(server, "show", {}), ["C:\\data{name}.txt"])  # the brace's backslash gone
+            self.assertEqual(server.close(), 0)
+        self.assertIn("mcpstudio: warning: the template: " + warning, "".join(server.stderr))
+        with self.serve("--name", "show", PY, self.argv_py, field, "\\{kept}") as server:
+            server.initialize()
+            self.assertEqual(self.call_args(server, "show", {"name": "report"}), ["C:\\data\\report.txt", "{kept}"])
+            self.assertEqual(server.close(), 0)
+        self.assertNotIn("warning", "".join(server.stderr))
+
+    def test_a_value_in_cmd_or_powershell_is_refused_with_what_works_on_windows(self):
+        # winnew: `cmd /c dir {folder}` (how Windows answers online say to run a command) is refused, rightly, but
+        # the advice was POSIX's: `sh -c 'echo "$1"' sh {folder}`, which needs a sh that Windows lacks. It now says
+        # what works there; the .cmd file it names, given by its path, serves with the value as %1.
+        for words, advice in ((["cmd", "/c", "dir", "{folder}"], "Run the program itself, without cmd /c"),
+                              (["powershell", "-Command", "Get-ChildItem {folder}"], "Put the commands in a .ps1 script "
+                               "in a script folder (--root-directory), which gets the values as JSON on stdin")):
+            with self.subTest(words=words):
+                proc = subprocess.run(SERVER + ["inspect"] + words, capture_output=True, text=True, timeout=WAIT * 2,
+                                      stdin=subprocess.DEVNULL, env=self.env)
+                self.assertNotEqual(proc.returncode, 0, proc.stdout)
+                self.assertIn("`folder` stands inside code that `%s` runs" % words[0], proc.stderr)
+                self.assertIn(advice, proc.stderr)
+                self.assertNotIn("sh -c", proc.stderr)
+        if os.name == "nt":  # the advice holds: a .cmd file by its path, the value its argument
+            with self.serve(self.shim("listing.cmd"), "{folder}") as server:
+                server.initialize()
+                self.assertEqual(self.call_args(server, "listing", {"folder": "C:\\Users\\Jane Doe"}), ["C:\\Users\\Jane Doe"])
+
+    def test_stderr_is_utf_8_as_a_client_reads_it(self):
+        # winnew: a client reads a server's stderr as UTF-8 into its log; on Windows mcpstudio wrote it in the ANSI
+        # code page, so a warning naming C:\\Users\\Jos\u00e9 showed as Jos\ufffd (cp1252's byte) and a \u2713 as
+        # \\u2713. It is UTF-8, as stdout already was.
+        root = os.path.join(self.tools, "Jos\u00e9 \u2713")
+        os.mkdir(root)
+        self.script(os.path.join(root, "fails.py"), "#!%s\nimport sys\nsys.exit(3)\n" % PY)
+        with self.serve("--root-directory", root, env=dict(self.env, PYTHONIOENCODING="")) as server:
+            server.initialize()
+            server.request("tools/list", timeout=60)
+            said = server.stderr_when(lambda text: "left out" in text, WAIT)
+            self.assertEqual(server.close(), 0)
+        self.assertIn("Jos\u00e9 \u2713", said)  # McpProcess reads stderr as UTF-8 (errors: U+FFFD)
+        self.assertNotIn("\ufffd", said)
+
+    def test_init_keeps_a_programs_windows_path(self):
+        # winnew: `init NAME --command "C:\Program Files\Git\bin\git.exe"` split the command as a POSIX shell does:
+        # the starter's commands ran `C:Program` with `FilesGitbingit.exe` (backslashes gone, the path cut at its
+        # blank), and `check` warned that `C:Program` is not an executable. A program's path is one word, and a
+        # command is split as the config splits it (a backslash before a letter is kept).
+        if os.name == "nt":
+            program = self.shim("git tool.cmd")
+        else:
+            program = self.script(os.path.join("my tools", "git tool"), "#!%s\nimport json, sys\nprint(json.dumps(sys.argv[1:]))\n" % PY)
+        for number, (command, words) in enumerate(((program, [program]),
+                                                   ("C:\\Tools\\app.exe --root C:\\data", ["C:\\Tools\\app.exe", "--root", "C:\\data"]))):
+            with self.subTest(command=command):
+                out = os.path.join(self.dir, "starter %d.json" % number)
+                proc = subprocess.run(SERVER + ["init", "t", "--command", command, "-o", out], capture_output=True,
+                                      text=True, timeout=WAIT * 2, stdin=subprocess.DEVNULL, env=self.env)
+                self.assertEqual(proc.returncode, 0, proc.stderr)
+                with open(out, encoding="utf-8") as f:
+                    starter = json.loads(mcpstudio.strip_json_comments(f.read()))
+                self.assertEqual(mcpstudio.CommandTemplate(starter["tools"][0]["command"]).render({}, False), words + ["--help"])
+        proc = subprocess.run(SERVER + ["check", "--config", os.path.join(self.dir, "starter 0.json")], capture_output=True,
+                              text=True, timeout=WAIT * 2, stdin=subprocess.DEVNULL, env=self.env)
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        self.assertNotIn("warning", proc.stdout + proc.stderr)
+        with self.serve("serve", "--config", os.path.join(self.dir, "starter 0.json")) as server:
+            server.initialize()
+            self.assertEqual(self.call_args(server, "t_help", {}), ["--help"])
+
+    def test_a_utf_16_file_says_to_save_it_as_utf_8(self):
+        # winnew: Windows PowerShell 5.1's `>` and Out-File write UTF-16, as Notepad's "Unicode" does. Such a client
+        # config made `install --write` end in a traceback (UnicodeDecodeError); a config or a SKILL.md said only
+        # what the codec said. Each now says what the file is and how to save it as UTF-8.
+        def utf_16(path, text):
+            with open(path, "wb") as f:
+                f.write(("\ufeff" + text).encode("utf-16-le"))
+        hint = ("it is UTF-16 (what Windows PowerShell 5.1's > and Out-File write, and Notepad's \"Unicode\"); save "
+                "it as UTF-8 (Notepad: Save as, Encoding UTF-8; PowerShell: Set-Content -Encoding utf8)")
+        config = os.path.join(self.tools, "ps.json")
+        utf_16(config, '{"tools": []}\r\n')
+        appdata = os.path.join(self.dir, "AppData", "Roaming")
+        os.makedirs(os.path.join(appdata, "Claude"))
+        utf_16(os.path.join(appdata, "Claude", "claude_desktop_config.json"), '{"mcpServers": {}}\r\n')
+        skills = os.path.join(self.tools, "skills")
+        write_skill(skills, "notes", "name: notes\ndescription: Take notes.")
+        utf_16(os.path.join(skills, "notes", "SKILL.md"), "---\r\nname: notes\r\ndescription: Take notes.\r\n---\r\n")
+        env = dict(self.env, APPDATA=appdata, XDG_CONFIG_HOME=appdata)
+        for words, code in ((["check", "--config", config], 1),
+                            (["install", "--client", "claude-desktop", "--write", PY, self.argv_py, "{text}"], 1),
+                            (["check", "--skills", skills], 1)):
+            with self.subTest(words=words[:2]):
+                proc = subprocess.run(SERVER + words, capture_output=True, text=True, timeout=WAIT * 2,
+                                      stdin=subprocess.DEVNULL, env=env, cwd=self.dir)
+                self.assertEqual(proc.returncode, code, proc.stdout + proc.stderr)
+                self.assertIn(hint, proc.stdout + proc.stderr)
+                self.assertNotIn("Traceback", proc.stderr)
 
     def test_the_default_config_path_is_one_path_of_the_system(self):
         # Without --config and $XDG_CONFIG_HOME, `status` names the config it looked for and the `init` that makes
@@ -2236,6 +2441,50 @@ class WindowsTests(ScratchDir):
             name = server.request("tools/list")["result"]["tools"][0]["name"]
             self.assertEqual(self.call_args(server, name, {"text": "from Claude Desktop"}), ["from Claude Desktop"])
             self.assertEqual(server.close(), 0)
+
+    def test_install_names_the_entry_as_the_tool(self):
+        # winnew: `install` named a client's entry for the program's file name, extension and all (`git_exe` for
+        # C:\\...\\git.exe, `python_exe`), where the tool it serves is `git`: the client showed `git_exe: git`.
+        # The entry's name is the tool's, on every system.
+        proc = subprocess.run(SERVER + ["install", "--client", "claude-desktop", PY, self.argv_py, "{text}"],
+                              capture_output=True, text=True, timeout=WAIT * 2, stdin=subprocess.DEVNULL, env=self.env)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        name, = json.loads(proc.stdout)["mcpServers"]
+        with self.serve(PY, self.argv_py, "{text}") as server:
+            server.initialize()
+            self.assertEqual([t["name"] for t in server.request("tools/list")["result"]["tools"]], [name])
+
+    def test_install_writes_the_config_an_msix_claude_desktop_reads(self):
+        # winnew: since February 2026 Claude Desktop's Windows installers are MSIX: the app reads its config from its
+        # package's own Roaming folder (%LOCALAPPDATA%\\Packages\\Claude_<id>\\LocalCache\\Roaming\\Claude), and a
+        # file in %APPDATA%\\Claude is never read. install --write wrote there, and import read there: the entry never
+        # reached the app, and nothing said so. Both use the package's folder when there is one.
+        from unittest import mock
+        appdata, local = os.path.join(self.dir, "AppData", "Roaming"), os.path.join(self.dir, "AppData", "Local")
+        packaged = os.path.join(local, "Packages", "Claude_pzs8sxrjxfjjc", "LocalCache", "Roaming")
+        os.makedirs(packaged)
+        os.makedirs(os.path.join(local, "Packages", "ClaudeOther_x", "LocalCache", "Roaming"))
+        expected = os.path.join(packaged, "Claude", "claude_desktop_config.json")
+        with mock.patch.dict(os.environ, {"APPDATA": appdata, "LOCALAPPDATA": local}):
+            self.assertEqual(mcpstudio.client_config_path("claude-desktop", "win32"), expected)
+            self.assertEqual(mcpstudio.client_config_path("vscode", "win32"), os.path.join(appdata, "Code", "User", "mcp.json"))
+            stale = os.path.join(local, "Packages", "Claude_stale", "LocalCache", "Roaming")
+            os.makedirs(stale)  # two packages: the one the app made its folder in
+            os.makedirs(os.path.join(packaged, "Claude"))
+            self.assertEqual(mcpstudio.client_config_path("claude-desktop", "win32"), expected)
+            os.makedirs(os.path.join(stale, "Claude"))  # no telling which: %APPDATA%, as before
+            self.assertEqual(mcpstudio.client_config_path("claude-desktop", "win32"),
+                             os.path.join(appdata, "Claude", "claude_desktop_config.json"))
+            shutil.rmtree(os.path.join(local, "Packages", "Claude_stale"))
+        if os.name == "nt":
+            env = dict(self.env, APPDATA=appdata, LOCALAPPDATA=local)
+            proc = subprocess.run(SERVER + ["install", "--client", "claude-desktop", "--write", PY, self.argv_py, "{text}"],
+                                  capture_output=True, text=True, timeout=WAIT * 2, stdin=subprocess.DEVNULL, env=env, cwd=self.dir)
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            self.assertIn(expected, proc.stdout + proc.stderr)
+            with open(expected, encoding="utf-8") as f:
+                self.assertEqual(len(json.load(f)["mcpServers"]), 1)
+            self.assertFalse(os.path.exists(os.path.join(appdata, "Claude")))
 
     def test_zipapp(self):
         # mcpstudio zipapp builds one file that serves, run by `python OUT.pyz` from a folder with spaces.
