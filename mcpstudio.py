@@ -2853,7 +2853,7 @@ else:  # pragma: windows (Windows CPython under Wine in .ci/windows; the README 
         if os.environ.get("PYTHONIOENCODING"):
             return
         for stream, errors in ((sys.stdout, "replace"), (sys.stderr, "backslashreplace")):
-            if stream is not None and hasattr(stream, "reconfigure"):
+            if isinstance(stream, io.TextIOWrapper):  # (None without a console; a test's StringIO)
                 stream.reconfigure(encoding="utf-8", errors=errors)
 
     def _stream_text(text):
