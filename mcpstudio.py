@@ -15351,7 +15351,7 @@ class SignInGate:
         if not token:
             probe = "" if path.startswith(HTTP_PATH) else (
                 "; a load balancer's health check or a scraper that holds no token: list %s in the config's "
-                "openEndpoints" % path)
+                "openEndpoints, and let only their network reach it (it names every server)" % path)
             raise HttpError(401, "sign in first: send `Authorization: Bearer <access token>` (where to get one: %s)%s"
                             % (self.sign_in.metadata_url(name), probe), headers=[("WWW-Authenticate", challenge)])
         try:

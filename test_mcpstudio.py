@@ -17345,11 +17345,26 @@ class SignInTests(AggregatorCase):
             self.assertIn("the token lacks the scope admin: ask the identity provider for a token with "
                           "scope='tools admin' (this gateway's signIn.scopes)", challenge)
             status, challenge = self.tools(http, "/mcp", self.token("alice", root))
+            self.assertEqual(status, 403)
             self.assertIn("the token lacks the scopes tools, admin", challenge)
+            early = _jwt({"alg": "RS256", "typ": "at+jwt", "kid": "rs-1"},
+                         {"iss": self.issuer, "aud": root, "sub": "alice", "exp": now + 7200, "nbf": now + 3600,
+                          "scope": "tools admin"}, lambda data: _rs256_sign(rs, data))
+            status, challenge = self.tools(http, "/mcp", early)
+            self.assertEqual(status, 401)
+            self.assertIn("s of clock difference allowed): check the clocks of this machine and of the identity "
+                          "provider", challenge)
+            stranger = _jwt({"alg": "RS256", "typ": "at+jwt", "kid": "rs-1"},
+                            {"iss": self.issuer, "aud": root + "/sales", "sub": "alice", "exp": now + 600,
+                             "scope": "tools admin", "groups": ["engineering"]}, lambda data: _rs256_sign(rs, data))
+            status, challenge = self.tools(http, "/mcp/sales", stranger)
+            self.assertEqual(status, 403)
+            self.assertIn("alice is not among the people of namespace sales (its `people` in the gateway's config: "
+                          "ask its admin)", challenge)
             reply = http_exchange(http.port, b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
             self.assertTrue(reply.startswith(b"HTTP/1.1 401"), reply)
             self.assertIn(b"a load balancer's health check or a scraper that holds no token: list /health in the "
-                          b"config's openEndpoints", reply)
+                          b"config's openEndpoints, and let only their network reach it", reply)
 
     def test_a_token_without_the_required_scope_gets_403(self):
         # signIn.scopes: the metadata lists them, the 401 names them, a token without them gets 403
