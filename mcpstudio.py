@@ -14201,14 +14201,14 @@ def jwt_claims(token, keys, issuer, audiences, now, skew=SIGNIN_SKEW):
     if not any(check(key, signed, signature) for key in candidates):
         raise TokenError("the signature does not verify")
     if claims.get("iss") != issuer:  # signed by the issuer's keys: its `iss` is another name of it, or a sibling's
+        entra = str(claims.get("iss")).startswith("https://sts.windows.net/")  # v1.0 tokens, v2.0 metadata
         raise TokenError(
             "issued by %s, not %s (this gateway's signIn.issuer): sign in at %s; if the token came from there, the "
             "identity provider names itself otherwise than the config does (they must match exactly: scheme, host, "
             "port, path, trailing slash), and the gateway's admin sets signIn.issuer to the `issuer` of its discovery "
-            "document%s" % (json.dumps(claims.get("iss")), issuer, issuer,
-                            " (Entra ID: a v1.0 token, from sts.windows.net; for v2.0 tokens set accessTokenAcceptedVersion "
-                            "to 2 in the API app's manifest)" if str(claims.get("iss")).startswith("https://sts.windows.net/")
-                            else ""))
+            "document%s" % (json.dumps(claims.get("iss")), issuer, issuer, " (Entra ID: a v1.0 token, from "
+                            "sts.windows.net; for v2.0 tokens set accessTokenAcceptedVersion to 2 in the API app's "
+                            "manifest)" if entra else ""))
     if not any(isinstance(a, str) and a.rstrip("/") in [b.rstrip("/") for b in audiences]
                for a in _claim_list(claims.get("aud"))):
         raise WrongAudience("its audience %s is not this server (%s): ask the identity provider for a token for %s "
@@ -15069,8 +15069,8 @@ class NamespaceUrls:
     def __init__(self, catalog: Catalog, views, build, serve, signs_in):
         """`catalog`: /mcp's, whose Aggregator names the namespaces; `views`: the list of /mcp's Server where each
         namespace's Aggregator goes (its Server is told of their changes too); `serve(server, path)`: the HttpServer
-        of a namespace's Server at `path` (/mcp/NAMESPACE), with /mcp's settings; `signs_in()`: whether people sign in (a stranger then learns no
-        namespace's name)."""
+        of a namespace's Server at `path` (/mcp/NAMESPACE), with /mcp's settings; `signs_in()`: whether people sign
+        in (a stranger then learns no namespace's name)."""
         self.catalog, self.server_views, self.build, self.serve, self.signs_in = catalog, views, build, serve, signs_in
         self.views = {}  # namespace -> its HttpServer
 
