@@ -4072,7 +4072,8 @@ class CallContext:
     """
 
     __slots__ = ("session", "request_id", "progress_token", "cancelled", "_progress", "modern", "level",
-                 "capabilities", "task", "inputs", "answered", "asked", "ran", "served", "read", "running", "prompts")
+                 "capabilities", "task", "inputs", "answered", "asked", "ran", "served", "read", "running", "prompts",
+                 "private", "client")
 
     def __init__(self, session, request_id, progress_token=None):
         self.session = session
@@ -4092,12 +4093,20 @@ class CallContext:
         self.read = None        # the Server's resources_read(params, ctx) (a file argument's resource URI)
         self.running = None     # the Task itself (its status message shows the command's last line)
         self.prompts = None     # 2026-07-28: the InputBridge that asks a command's questions as input_required rounds
+        self.private = False    # its answer is its caller's own (their own process's, a kept output): never public
+        self.client = None      # 2026-07-28: the `clientInfo` of the request's `_meta` (None: it sent none)
 
     @property
     def owner(self):
         """Whom a task or a kept output this call makes belongs to: its handshake-era session; in 2026-07-28 (no
         sessions) the signed-in person's subject, or None (every request behind the same endpoint)."""
         return getattr(self.session, "person", None) if self.modern else self.session
+
+    @property
+    def client_info(self):
+        """Who the client says it is (`clientInfo`: name, version): a 2026-07-28 request's own `_meta`, else its
+        session's `initialize`; {} when it said nothing."""
+        return _object(self.client if self.modern else self.session.client_info)
 
     def declared(self, capability):
         """Whether the client declared `capability` (a capability's or an extension's name) for this request:
@@ -5189,6 +5198,7 @@ class OutputStore(Source):
             data = output_slice(entry[2], query)
         except ValueError as exc:
             raise _invalid_params("%s: %s" % (uri, exc)) from None
+        ctx.private = True  # its session's (2026-07-28: whoever holds its unguessable id)
         return {"contents": [{"uri": uri, "mimeType": "text/plain", "text": _decoded(data)}]}
 
 
@@ -7055,7 +7065,7 @@ class CallMetrics:
             lines.append("# TYPE mcpstudio_%s %s" % (name, kind))
             for suffix, labels, value in samples:
                 text = ",".join("%s=%s" % (key, json.dumps(str(label), ensure_ascii=False)) for key, label in labels.items())
-                lines.append("mcpstudio_%s%s{%s} %s" % (name, suffix, text, value))
+                lines.append("mcpstudio_%s%s%s %s" % (name, suffix, "{%s}" % text if text else "", value))  # no {}
         for name, key in (("calls", "calls"), ("errors", "error"), ("rate_limited", "rateLimited"),
                           ("cached", "cached"), ("refused", "refused")):
             family(name + "_total", "counter", [("", {"tool": tool}, counts[key]) for tool, counts in self.counts.items()])
@@ -7152,6 +7162,12 @@ class Guard:
         self.http_limit = http_limit  # (calls, seconds) of HTTP requests per caller (--http-rate-limit)
         self.open = open_paths        # "/health", "/metrics": served without the HTTP token (openEndpoints)
         self.sign_in = sign_in        # the config's signIn and people (read_sign_in): serve --http asks for tokens
+        self.instance = None          # --http-instance NAME (Instance.named), on each audit line (identify)
+
+    def identify(self, instance: Instance):
+        """Sign each audit line from now on with `instance`'s name, when it is named (--http-instance,
+        $MCPSTUDIO_INSTANCE): instances sharing one config share its audit file. A random name tells nobody which."""
+        self.instance = instance.name if instance.named else None
 
     async def call(self, public, source, original, arguments, ctx: CallContext, tool, ask):
         """Call `original` of `source` (listed as `public`, `tool` its listing) under the rules that apply to it."""
@@ -7219,7 +7235,7 @@ class Guard:
         result = await self.record(public, arguments, ctx, entry, tool_result(run()), tool.get("inputSchema"))
         if key in self.cache.entries and ctx.modern and "content" in result and not result.get("isError"):  # SEP-2549
             result = dict(result, ttlMs=int((self.cache.entries[key][1] - time.monotonic()) * 1000),
-                          cacheScope="public" if cache[1] else "private")
+                          cacheScope="public" if shared else "private")  # a person's own process's: private
         return result
 
     async def _confirm(self, public, plan, arguments, ctx, ask, entry, level):
@@ -7269,16 +7285,19 @@ class Guard:
                 if self.stats:
                     self.stats.changed()
             if self.audit is not None and not asked:
-                client = ctx.session.client_info
+                client = ctx.client_info
+                named = " ".join(str(client[key]) for key in ("name", "version") if client.get(key) not in (None, ""))
                 shown, secrets = masked_arguments(arguments, schema)
                 if "argv" in entry:
                     entry["argv"] = _masked_argv(entry["argv"], secrets)
                 if getattr(ctx.session, "person", None) is not None:  # their name (the caller: static:NAME)
                     entry["person"] = getattr(getattr(ctx.session, "signed_in", None), "subject", ctx.session.person)
                 entry.update(time=_iso(time.time()), session=ctx.session.label, caller=ctx.session.caller, tool=name,
-                             client="%s %s" % (client.get("name", "?"), client.get("version", "?")), arguments=shown,
+                             client=named or None, arguments=shown,
                              exitCode=ctx.ran and ctx.ran.returncode, error=error, isError=failed,
                              ms=round(seconds * 1000, 1), bytes=len(json.dumps(result, default=str)) if result else 0)
+                if self.instance:  # instances that share the file: which one ran it
+                    entry["instance"] = self.instance
                 self.audit.write(entry, self.log, [secret for secret in secrets if len(secret) > 3])
 
 
@@ -7748,23 +7767,28 @@ _CACHEABLE = frozenset(("server/discover", "tools/list", "prompts/list", "resour
                         "resources/templates/list", "resources/read"))
 
 
-def _complete(server, method, result):
+def _complete(server, method, result, ctx):
+    """A 2026-07-28 result: `resultType`, mcpstudio's serverInfo, and SEP-2549's `ttlMs` and `cacheScope` where it
+    may be cached: "private" for an answer that is its caller's own (ctx.private: a person's own process, a kept
+    output), whatever the server behind it said, so no shared cache keeps it."""
     result = _with_meta(dict(result, resultType=result.get("resultType", "complete")),  # a CreateTaskResult: "task"
                         META_SERVER_INFO, server.server_info())
     if method in _CACHEABLE:
         result.setdefault("ttlMs", 0 if server.catalog.dynamic else 300000)
         result.setdefault("cacheScope", "public")
+        if ctx.private:
+            result["cacheScope"] = "private"
     return result
 
 
-async def _modern_result(server, method, coroutine):
+async def _modern_result(server, method, coroutine, ctx):
     try:
         result = await coroutine
     except McpError as exc:
         if exc.code == RESOURCE_NOT_FOUND:  # in 2026-07-28 an unknown resource is invalid params
             raise McpError(INVALID_PARAMS, exc.message, exc.data)
         raise
-    return _complete(server, method, result)
+    return _complete(server, method, result, ctx)
 
 
 def dispatch_modern(server, method, params, ctx: CallContext, meta):
@@ -7782,6 +7806,7 @@ def dispatch_modern(server, method, params, ctx: CallContext, meta):
         raise _invalid_params("`%s` must be one of %s" % (META_LOG_LEVEL, ", ".join(LOG_LEVELS)))
     ctx.level = level
     ctx.capabilities = meta[META_CAPABILITIES]
+    ctx.client = meta.get(META_CLIENT_INFO)
     ctx.inputs = {key: params[key] for key in ("inputResponses", "requestState") if key in params}
     refusal = server.catalog.refusal
     if refusal:
@@ -7792,8 +7817,8 @@ def dispatch_modern(server, method, params, ctx: CallContext, meta):
             method, " (not part of protocol %s)" % MODERN_VERSIONS[0] if method in _NOT_MODERN else ""))
     result = handler(params, ctx)
     if asyncio.iscoroutine(result):
-        return _modern_result(server, method, result)
-    return _complete(server, method, result)
+        return _modern_result(server, method, result, ctx)
+    return _complete(server, method, result, ctx)
 
 
 # --------------------------------------------------------------------------
@@ -13121,11 +13146,14 @@ class Aggregator(Source):
     async def _own(self, upstream: Upstream, ctx) -> Upstream:
         """Where a read, a prompt or a completion of `ctx` goes: as a call's (IsolatedInstances.instance), so what
         a person reads of an isolated server comes from their own process; what keeps it from them is a request
-        error."""
+        error. An answer of the caller's own process is theirs: private (`ctx.private`, 2026-07-28's cacheScope)."""
         try:
-            return await self.instances.instance(upstream, ctx)
+            own = await self.instances.instance(upstream, ctx)
         except ToolError as exc:
             raise McpError(INVALID_PARAMS, str(exc), {"server": upstream.spec.id}) from None
+        if own is not upstream and ctx is not None:
+            ctx.private = True
+        return own
 
     def identify(self, instance):
         """Name the prompt rounds its servers' questions park after `instance` (--http)."""
@@ -13795,9 +13823,10 @@ class Server:
 
     def identify(self, instance: Instance):
         """Name its tasks and parked prompt rounds (its own, and its servers' through each Aggregator) after
-        `instance`, so a load balancer routes by their ids (--http)."""
+        `instance`, so a load balancer routes by their ids (--http); a named one also signs its audit lines."""
         self.tasks.identify(instance)
         self.prompts.identify(instance)
+        self.guard.identify(instance)
         for source in self.catalog.sources:
             source.identify(instance)
 
@@ -14411,8 +14440,15 @@ def jwt_claims(token, keys, issuer, audiences, now, skew=SIGNIN_SKEW):
     check = rs256_verify if header["alg"] == "RS256" else es256_verify
     if not any(check(key, signed, signature) for key in candidates):
         raise TokenError("the signature does not verify")
-    if claims.get("iss") != issuer:
-        raise TokenError("issued by %s, not %s" % (json.dumps(claims.get("iss")), issuer))
+    if claims.get("iss") != issuer:  # signed by the issuer's keys: its `iss` is another name of it, or a sibling's
+        entra = str(claims.get("iss")).startswith("https://sts.windows.net/")  # v1.0 tokens, v2.0 metadata
+        raise TokenError(
+            "issued by %s, not %s (this gateway's signIn.issuer): sign in at %s; if the token came from there, the "
+            "identity provider names itself otherwise than the config does (they must match exactly: scheme, host, "
+            "port, path, trailing slash), and the gateway's admin sets signIn.issuer to the `issuer` of its discovery "
+            "document%s" % (json.dumps(claims.get("iss")), issuer, issuer, " (Entra ID: a v1.0 token, from "
+                            "sts.windows.net; for v2.0 tokens set accessTokenAcceptedVersion to 2 in the API app's "
+                            "manifest)" if entra else ""))
     if not any(isinstance(a, str) and a.rstrip("/") in [b.rstrip("/") for b in audiences]
                for a in _claim_list(claims.get("aud"))):
         raise WrongAudience("its audience %s is not this server (%s): ask the identity provider for a token for %s "
@@ -15031,13 +15067,14 @@ class HttpSessions:
 
     _sweeper = None
 
-    def __init__(self, dispatch, notification, forget, tasks: TaskStore, log: Log, instance, caller):
+    def __init__(self, dispatch, notification, forget, tasks: TaskStore, log: Log, instance, caller, home=None):
         """The Server's `dispatch` and `notification` (what a Session speaks to), `forget(session)` (a session
         ended) and `tasks` (a session with a running task never makes room); `instance`: the Instance that names
         them (Mcp-Session-Id) and knows one that lives elsewhere; `caller`: who a session that no person signed in
-        to is (audit, limits)."""
+        to is (audit, limits); `home(session_id, person)`: the MCP URL of this process (/mcp, /mcp/NAMESPACE)
+        whose sessions hold that one of the person's, or None."""
         self.dispatch, self.notification, self.forget, self.tasks = dispatch, notification, forget, tasks
-        self.log, self.instance, self.caller = log, instance, caller
+        self.log, self.instance, self.caller, self.home = log, instance, caller, home or (lambda *_: None)
         self.entries = collections.OrderedDict()  # Mcp-Session-Id -> _HttpSession, least recently used first
 
     def pair(self, person=None, bound=None):
@@ -15078,10 +15115,12 @@ class HttpSessions:
         if session_id is None:
             raise HttpError(400, "this request needs the Mcp-Session-Id header from initialize "
                                  "(or 2026-07-28 `_meta` on the request)")
-        entry = self.entries.get(session_id.strip())
-        if entry and entry.session.person != (person and person.key):  # another person's: as if not there
-            entry = None
+        entry = self.mine(session_id.strip(), person)
         if not entry:
+            home = self.home(session_id.strip(), person)  # the person's own at another URL (never another's)
+            if home:
+                raise HttpError(404, "session %s belongs to %s, not this URL: send it there (or initialize here for "
+                                     "a session of this URL's own)" % (session_id.strip(), home))
             why = self.instance.elsewhere(session_id.strip()) or "it ended or expired"
             raise HttpError(404, "no session %s (%s); initialize again" % (session_id.strip(), why))
         entry.used = time.monotonic()
@@ -15107,6 +15146,12 @@ class HttpSessions:
     def holds(self, session_id):
         """Whether the session `session_id` (an Mcp-Session-Id header's) is open here."""
         return session_id.strip() in self.entries
+
+    def mine(self, session_id, person=None):
+        """The open session `session_id` if it is `person`'s own (None: of no signed-in person), else None: another
+        person's is as if not there."""
+        entry = self.entries.get(session_id)
+        return entry if entry and entry.session.person == (person and person.key) else None
 
     def all(self):
         """The open sessions (the Session of each)."""
@@ -15279,9 +15324,9 @@ class NamespaceUrls:
 
     def __init__(self, catalog: Catalog, views, build, serve, signs_in):
         """`catalog`: /mcp's, whose Aggregator names the namespaces; `views`: the list of /mcp's Server where each
-        namespace's Aggregator goes (its Server is told of their changes too); `serve(server)`: the HttpServer of a
-        namespace's Server, with /mcp's settings; `signs_in()`: whether people sign in (a stranger then learns no
-        namespace's name)."""
+        namespace's Aggregator goes (its Server is told of their changes too); `serve(server, path)`: the HttpServer
+        of a namespace's Server at `path` (/mcp/NAMESPACE), with /mcp's settings; `signs_in()`: whether people sign
+        in (a stranger then learns no namespace's name)."""
         self.catalog, self.server_views, self.build, self.serve, self.signs_in = catalog, views, build, serve, signs_in
         self.views = {}  # namespace -> its HttpServer
 
@@ -15300,7 +15345,7 @@ class NamespaceUrls:
             except McpStudioError as exc:  # the config no longer reads as it did at the start
                 raise HttpError(500, str(exc))
             server.start()
-            self.views[name] = self.serve(server)
+            self.views[name] = self.serve(server, path)
             self.server_views.append(next(s for s in server.catalog.sources if isinstance(s, Aggregator)))
         return self.views[name]
 
@@ -15389,18 +15434,21 @@ class HttpServer:
     first_byte, slow_head = HTTP_FIRST_BYTE, HTTP_SLOW_HEAD
 
     def __init__(self, server, log: Log, host, port, token=None, instance=None, proxies=(), namespaced=None,
-                 sign_in=None, leaving=None):
+                 sign_in=None, leaving=None, path=HTTP_PATH, urls=None):
         """`namespaced(name)`: the Server of /mcp/<name> (NamespaceUrls); `sign_in`: a SignIn, when every request
         to an MCP URL brings a person's token (the config's signIn, people), else given by start() for the
-        config's plan (the audience names the port it listens on); `leaving`: see Drain."""
+        config's plan (the audience names the port it listens on); `leaving`: see Drain; `path`: the URL it
+        serves; `urls()`: the HttpServers of every MCP URL of this process (a namespace's: /mcp's), which tell
+        a session sent to the wrong one where it lives."""
         self.server, self.log, self.host, self.port, self.token = server, log, host, port, token
+        self.path, self.urls = path, urls or (lambda: [self] + list(self.namespaces.views.values()))
         self.sign_in, self.leaving = sign_in, leaving
         self.local = _loopback(host)
         self.caller = "token-" + _hash(token, 8) if token else "http"  # never the token
         self.instance = instance or Instance()  # names its sessions (Mcp-Session-Id) for a load balancer
         self.proxies = proxies  # the balancers' networks whose X-Forwarded-For names the real client
         self.sessions = HttpSessions(server.dispatch, server.notification, server.forget, server.tasks, log,
-                                     self.instance, self.caller)
+                                     self.instance, self.caller, self._session_home)
         self.connections = set()
         self.pending = collections.OrderedDict()  # task -> [since, sending], oldest first
         self.trusted = set()
@@ -15422,14 +15470,18 @@ class HttpServer:
             self.gate = self._gate(self.sign_in)
         self.sessions.sweep()
 
-    def _namespace_url(self, server):
-        """The HttpServer of a namespace's URL for its Server: this one's settings, as they are now (start() sets the
-        port and the sign-in); it does not listen, and ends its idle sessions from now on."""
+    def _namespace_url(self, server, path):
+        """The HttpServer of a namespace's URL `path` for its Server: this one's settings, as they are now (start()
+        sets the port and the sign-in); it does not listen, and ends its idle sessions from now on."""
         server.identify(self.instance)
         served = HttpServer(server, self.log, self.host, self.port, self.token, self.instance, self.proxies,
-                            sign_in=self.sign_in, leaving=self.leaving)
+                            sign_in=self.sign_in, leaving=self.leaving, path=path, urls=self.urls)
         served.sessions.sweep()
         return served
+
+    def _session_home(self, session_id, person):
+        """The path of the MCP URL of this process whose sessions hold `session_id` as `person`'s own, or None."""
+        return next((http.path for http in self.urls() if http.sessions.mine(session_id, person)), None)
 
     def _gate(self, sign_in):
         """The SignInGate of its MCP URLs, for the people `sign_in` signs in."""

@@ -1348,7 +1348,7 @@ class ConstructionTests(unittest.TestCase):
         # CallContext, one request's record (its __slots__ are its fields), filled as the request is served
         ("Aggregator.call_tool", "ctx"), ("CommandTool.run", "ctx"), ("PromptWatch.answer", "ctx"),
         ("ScriptDirectory.call_tool", "ctx"), ("Server._tools_call", "ctx"), ("TaskStore.start", "ctx"),
-        ("dispatch_modern", "ctx"),
+        ("dispatch_modern", "ctx"), ("Aggregator._own", "ctx"), ("OutputStore.read_resource", "ctx"),
         # a Session's record of its client: what initialize and logging/setLevel say, and who signed in (HTTP)
         ("Server.initialize", "ctx.session"), ("Server.set_level", "ctx.session"),
         ("HttpSessions.pair", "session"), ("HttpSessions.open", "session"),
@@ -4848,6 +4848,10 @@ class ProtocolTests(ScratchDir):
             kept = server.request("resources/read", {"uri": links[1]["uri"]})["result"]["contents"][0]["text"]
             self.assertTrue(kept.endswith("undefined reference to `main'\n"), kept[-200:])
             self.assertIn("dropped here by the output limit (--max-output 40000)", kept)
+            # 2026-07-28: a kept output is its caller's own (its id grants it): private, never in a shared cache
+            links = [c for c in server.call("build", {}, meta=MODERN_META)["content"] if c["type"] == "resource_link"]
+            read = server.request("resources/read", {"uri": links[1]["uri"], "_meta": MODERN_META})["result"]
+            self.assertEqual((read["contents"][0]["text"], read["cacheScope"]), (kept, "private"))
 
     def test_unrunnable_arguments(self):
         # A NUL byte in a value cannot reach argv: an isError result, not an internal error.
@@ -9415,6 +9419,55 @@ class GuardHttpTests(AggregatorCase):
             self.assertEqual(self.get(server, "/health"), (200, '{"status": "ok", "servers": {}}'))  # opened
             self.assertEqual(self.get(server, "/metrics")[0], 401)
             self.assertEqual(server.post({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})[0], 401)
+
+    def test_metrics_without_labels_have_no_braces(self):
+        # A sample with no labels is written bare (`mcpstudio_sessions 1`), as Prometheus writes them, never with
+        # empty braces; one with labels keeps them.
+        with HttpServerProcess("echo", "{message}") as server:
+            session = server.initialize_session()
+            self.assertEqual(self.call(server, session, 2, {"message": "a"})[0], 200)
+            status, text = self.get(server, "/metrics")
+            self.assertEqual(status, 200)
+            lines = text.splitlines()
+            self.assertEqual([line for line in lines if line.startswith(("mcpstudio_sessions", "mcpstudio_tasks"))],
+                             ["mcpstudio_sessions 1", "mcpstudio_tasks 0"])
+            self.assertIn('mcpstudio_calls_total{tool="echo"} 1', lines)
+            self.assertNotIn("{}", text)
+            if _prometheus_parser() is not None:  # and Prometheus' own parser reads it all
+                self.assertIn(("mcpstudio_sessions", {}, 1.0), [(sample.name, sample.labels, sample.value) for family
+                                                                in _prometheus_parser()(text) for sample in family.samples])
+
+    def test_audit_lines_name_the_instance(self):
+        # Instances that share one audit file (one config, several --http-instance NAMEs) sign each line with the
+        # name that ran it: --http-instance, or $MCPSTUDIO_INSTANCE; an instance named at random signs none.
+        audit = os.path.join(self.dir, "audit.jsonl")
+        env = dict(self.env, MCPSTUDIO_INSTANCE="mcp2")
+        unnamed = {key: value for key, value in self.env.items() if key != "MCPSTUDIO_INSTANCE"}
+        for words, environment in ((["--http-instance", "mcp1"], unnamed), ([], env), ([], unnamed)):
+            with HttpServerProcess(*(words + ["--audit", audit, "echo", "{message}"]), env=environment) as server:
+                session = server.initialize_session()
+                self.assertEqual(self.call(server, session, 2, {"message": "m"})[0], 200)
+        with open(audit, encoding="utf-8") as f:
+            lines = [json.loads(line) for line in f]
+        self.assertEqual([(line["tool"], line.get("instance", "-")) for line in lines],
+                         [("echo", "mcp1"), ("echo", "mcp2"), ("echo", "-")])
+
+    def test_audit_names_the_client_a_request_names(self):
+        # `client` is who the client said it is: a session's initialize clientInfo, a 2026-07-28 request's own
+        # `_meta` clientInfo (it has no initialize), a name without a version alone; null when it said nothing
+        # (never "? ?").
+        audit = os.path.join(self.dir, "audit.jsonl")
+        with HttpServerProcess("--audit", audit, "echo", "{message}") as server:
+            session = server.initialize_session()  # clientInfo t 0
+            self.assertEqual(self.call(server, session, 2, {"message": "a"})[0], 200)
+            for number, info in ((3, None), (4, {"name": "modern-client", "version": "2.1"}), (5, {"name": "bare"})):
+                meta = {} if info is None else {"io.modelcontextprotocol/clientInfo": info}
+                status, _, text = server.modern("tools/call", {"name": "echo", "arguments": {"message": "b"},
+                                                               "_meta": meta}, request_id=number)
+                self.assertEqual(status, 200, text)
+        with open(audit, encoding="utf-8") as f:
+            lines = [json.loads(line) for line in f]
+        self.assertEqual([line["client"] for line in lines], ["t 0", None, "modern-client 2.1", "bare"])
 
     def test_health_shows_a_dead_server(self):
         # 200 with each server's state, turning to show the one that died; 503 when the config cannot serve.
@@ -15105,6 +15158,31 @@ class IsolationTests(AggregatorCase):
             self.assertEqual(json.loads(report(http, "/health"))["isolated"], {"keeper": 2})
             self.assertIn('\nmcpstudio_isolated_processes{server="keeper"} 2\n', report(http, "/metrics"))
 
+    def test_a_persons_own_answers_are_private(self):
+        # What a person's own process answers is theirs: a 2026-07-28 read of it and a cached call of it say
+        # cacheScope "private" (never "public", which lets a shared cache hand it to another person), even where
+        # the config shares the server's cache; the listing, from the shared process, stays public.
+        self.secrets("set", "TOKEN", "--person", "static:alice", value="alice-own")
+        path = self.config("user", cache={"ttl": 60, "shared": True})
+        with HttpServerProcess("serve", "--config", path, "--no-manager-tools", env=self.env) as http:
+            def ask(method, params):
+                status, _, text = http.modern(method, params, headers={"Authorization": "Bearer " + self.TOKENS["alice"],
+                                                                       "Mcp-Name": params.get("uri", "")})
+                self.assertEqual(status, 200, text)
+                return http.messages(text)[-1]["result"]
+            listed = ask("resources/list", {})
+            self.assertEqual(([r["uri"] for r in listed["resources"]], listed["cacheScope"]),
+                             (["fake://keeper/info"], "public"))
+            read = ask("resources/read", {"uri": "fake://keeper/info"})
+            self.assertEqual((read["contents"][0]["text"], read["cacheScope"]),
+                             ("keeper read fake://keeper/info for alice-own", "private"))
+            for cached in (False, True):
+                status, _, text = http.modern("tools/call", {"name": "keeper__echo", "arguments": {"text": "x"}},
+                                              headers={"Authorization": "Bearer " + self.TOKENS["alice"]})
+                called = http.messages(text)[-1]["result"]
+                self.assertEqual((text_of(called), called.get("_meta", {}).get("mcpstudio/cached", False),
+                                  called["cacheScope"]), ("keeper: x", cached, "private"))
+
     def test_a_persons_secrets_fill_headers_and_args_too(self):
         # ${person.NAME} in a URL server's headers and in a command's args is the person's own secret as well: crm
         # gets alice's and bob's own Authorization (the listing none of theirs), the command runs with their own
@@ -16116,7 +16194,15 @@ class SignInCheckTests(unittest.TestCase):
             ({"alg": "ES256", "kid": "r1"}, good, rs, "no key"),  # an RSA key's kid under ES256
             ({"alg": "RS256", "kid": "tiny"}, good, lambda data: _rs256_sign(small, data), "does not verify"),  # < 2048
             ({"alg": "RS256", "kid": "r2"}, good, rs, "no key"),
-            ({"alg": "RS256", "kid": "r1"}, dict(good, iss="https://evil.example"), rs, "issued by"),
+            ({"alg": "RS256", "kid": "r1"}, dict(good, iss="https://evil.example"), rs,
+             "issued by \"https://evil.example\", not https://idp.example (this gateway's signIn.issuer): sign in at "
+             "https://idp.example; if the token came from there, the identity provider names itself otherwise than the "
+             "config does (they must match exactly: scheme, host, port, path, trailing slash), and the gateway's admin "
+             "sets signIn.issuer to the `issuer` of its discovery document"),
+            ({"alg": "RS256", "kid": "r1"}, dict(good, iss="https://idp.example/"), rs, "trailing slash"),
+            ({"alg": "RS256", "kid": "r1"}, dict(good, iss="https://sts.windows.net/t1/"), rs,
+             "document (Entra ID: a v1.0 token, from sts.windows.net; for v2.0 tokens set accessTokenAcceptedVersion to "
+             "2 in the API app's manifest)"),
             ({"alg": "RS256", "kid": "r1"}, dict(good, aud="https://other.example/mcp"), rs, "audience"),
             ({"alg": "RS256", "kid": "r1"}, {k: v for k, v in good.items() if k != "aud"}, rs, "audience"),
             ({"alg": "RS256", "kid": "r1"}, dict(good, exp=now - 61), rs, "expired"),
@@ -16139,6 +16225,10 @@ class SignInCheckTests(unittest.TestCase):
                     got = str(exc)
                     self.assertEqual(isinstance(exc, mcpstudio.UnknownKey), expected == "no key")
                 self.assertIn(expected, got)
+        with self.assertRaises(mcpstudio.TokenError) as refused:  # Entra's hint only for an Entra v1.0 token
+            mcpstudio.jwt_claims(_jwt({"alg": "RS256", "kid": "r1"}, dict(good, iss="https://evil.example"), rs), keys,
+                                 issuer, [audience], now)
+        self.assertTrue(str(refused.exception).endswith("`issuer` of its discovery document"), refused.exception)
         for token in ("", "a.b", "a.b.c", _b64u(b"[]") + "." + _b64u(b"{}") + ".", "x" * 10 + ".e30.e30"):
             with self.subTest(token=token):
                 with self.assertRaisesRegex(mcpstudio.TokenError, "not a JWT"):
@@ -17420,7 +17510,9 @@ class SignInTests(AggregatorCase):
                 (_jwt(header, dict(good, exp=now - 3600), lambda data: _rs256_sign(rs, data)), "it expired"),
                 (_jwt(header, dict(good, nbf=now + 3600), lambda data: _rs256_sign(rs, data)), "not valid before"),
                 (self.token("alice", "http://127.0.0.1:1/mcp"), "audience"),
-                (_jwt(header, dict(good, iss="http://127.0.0.1:1"), lambda data: _rs256_sign(rs, data)), "issued by"),
+                (_jwt(header, dict(good, iss="http://127.0.0.1:1"), lambda data: _rs256_sign(rs, data)),
+                 "issued by 'http://127.0.0.1:1', not %s (this gateway's signIn.issuer): sign in at %s; if the "
+                 "token came from there" % (self.issuer, self.issuer)),
                 (_jwt({"alg": "none", "typ": "at+jwt"}, good, None), "alg 'none' is not accepted"),
                 (_jwt(dict(header, alg="HS256"), good, lambda data: hmac.new(json.dumps(public).encode(), data,
                                                                               hashlib.sha256).digest()),
@@ -18858,6 +18950,65 @@ class NamespaceUrlTests(AggregatorCase):
             self.assertEqual(status, 500, text)
             self.assertIn("ns.json", text)
         self.assertTrue(wait_until(lambda: not any(alive(int(pid)) for line in pids for pid in line[:2]), WAIT))
+
+    def test_a_session_sent_to_another_url_is_told_where_it_lives(self):
+        # A handshake-era session is of the URL that initialized it: sent to another namespace's URL (or /mcp) it
+        # gets 404 naming the URL it belongs to, not "it ended or expired"; another person's session stays "no
+        # session" wherever it is sent (nobody learns where someone else's lives), as one that ended does.
+        fake = [self.fake, "--pidfile", self.pids, "--only", "echo", "--name", "alpha"]
+        tokens = {"alice": "alice-token-0001", "bob": "bob-token-0002"}
+        path = os.path.join(self.dir, "ns.json")
+        with open(path, "w") as f:
+            json.dump({"mcpServers": {"alpha": {"command": PY, "args": fake}},
+                       "namespaces": {"work": ["alpha"], "eng": ["alpha"], "play": ["alpha"]},
+                       "defaultNamespace": "work"}, f)
+
+        def send(http, url, session, method="POST", token=None):
+            http.path = url
+            status, _, text = http.post(None if method != "POST" else {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+                                        session=session, method=method,
+                                        headers={"Authorization": "Bearer " + token} if token else {})
+            return status, text
+
+        def opened(http, url, token=None):
+            http.path = url
+            auth = {"Authorization": "Bearer " + token} if token else {}
+            status, headers, text = http.post({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}},
+                headers=auth)
+            self.assertEqual(status, 200, text)
+            return headers["mcp-session-id"]
+        with HttpServerProcess("--config", path, "--no-manager-tools", env=self.env) as http:
+            root, eng = opened(http, "/mcp"), opened(http, "/mcp/eng")
+            self.assertEqual(send(http, "/mcp", root)[0], 200)
+            for url, session, home in (("/mcp/eng", root, "/mcp"), ("/mcp/play", root, "/mcp"), ("/mcp", eng, "/mcp/eng"),
+                                       ("/mcp/play", eng, "/mcp/eng")):
+                for method in ("POST", "GET"):
+                    with self.subTest(url=url, home=home, method=method):
+                        status, text = send(http, url, session, method)
+                        self.assertEqual(status, 404, text)
+                        self.assertIn("session %s belongs to %s, not this URL: send it there" % (session, home), text)
+            self.assertEqual(send(http, "/mcp/eng", eng)[0], 200)  # it still lives there
+            self.assertEqual(send(http, "/mcp", root, "DELETE")[0], 200)
+            status, text = send(http, "/mcp/eng", root)  # ended: as before
+            self.assertEqual(status, 404, text)
+            self.assertIn("no session %s (it ended or expired)" % root, text)
+        with open(path, "w") as f:
+            json.dump({"mcpServers": {"alpha": {"command": PY, "args": fake}},
+                       "namespaces": {"work": ["alpha"], "eng": ["alpha"]}, "defaultNamespace": "work",
+                       "people": {name: {"tokenSha256": hashlib.sha256(token.encode()).hexdigest()}
+                                  for name, token in tokens.items()}}, f)
+        with HttpServerProcess("--config", path, "--no-manager-tools", env=self.env) as http:
+            alices = opened(http, "/mcp", tokens["alice"])
+            status, text = send(http, "/mcp/eng", alices, token=tokens["alice"])
+            self.assertEqual(status, 404, text)
+            self.assertIn("session %s belongs to /mcp, not this URL" % alices, text)
+            for url in ("/mcp/eng", "/mcp"):  # bob holds alice's id: as if there were none, wherever he sends it
+                with self.subTest(url=url):
+                    status, text = send(http, url, alices, token=tokens["bob"])
+                    self.assertEqual(status, 404, text)
+                    self.assertIn("no session %s (it ended or expired)" % alices, text)
+                    self.assertNotIn("belongs", text)
 
     def test_a_reload_of_mcp_reaches_every_url_of_its_servers(self):
         # A server /mcp runs and a namespace URL serves too is /mcp's current process at every URL: after a reload
