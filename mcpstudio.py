@@ -21,9 +21,10 @@ SKILL.md), Processes, Logging, JSON-RPC session and the stdio transport, A comma
 life, Sources (template tools, script folders, Agent Skills), Catalog, Tasks, Guard
 rails (in front of every call), Tool search, the 2026-07-28 era, Configuration,
 OAuth 2.1 for URL upstreams, Input on the way, Upstreams, Aggregator (other MCP
-servers), Server (the MCP methods), Sign-in (people and their access tokens),
-Streamable HTTP, Command line (options and the server they build), Tools for people
-(inspect, call, install, import, config edits, zipapp), tui, and `main`.
+servers), Audience (what clients hear outside a call), Server (the MCP methods),
+Sign-in (people and their access tokens), Streamable HTTP, Command line (options and
+the server they build), Tools for people (inspect, call, install, import, config
+edits, zipapp), tui, and `main`.
 """
 
 
@@ -5053,7 +5054,7 @@ class Source:
     refusal = None         # an McpError every request gets (a config that cannot serve), or None
     reload_signal = None   # what SIGHUP calls (re-read its config), or None
     upstreams = types.MappingProxyType({})  # id -> Upstream: the MCP servers behind it
-    events = None          # what it reports changes to (the Server), given by start(events)
+    events = None          # what it reports changes to (the Server's Audience), given by start(events)
 
     def start(self, events):
         """Begin background work; changes go to `events`."""
@@ -7733,13 +7734,13 @@ async def listen(server, params, ctx):
     granted = {key: True for key, ok in offered.items() if ok and wanted.get(key) is True}
     uris = wanted.get("resourceSubscriptions")
     entry = (ctx, granted)
-    server.subscriptions.append(entry)
+    server.audience.subscriptions.append(entry)
     try:
         if isinstance(uris, list) and server.catalog.serves("subscribable"):  # each one its server takes
             granted["resourceSubscriptions"] = []
             for uri in dict.fromkeys(u for u in uris if isinstance(u, str)):
                 try:
-                    await server.watch(uri, ctx, True, ctx)
+                    await server.audience.watch(uri, ctx, True, ctx)
                 except McpError as exc:  # an UpstreamError too
                     server.log.debug("subscriptions/listen: %s not subscribed: %s", uri, exc.message)
                 else:
@@ -7748,9 +7749,9 @@ async def listen(server, params, ctx):
                    {"_meta": {META_SUBSCRIPTION: ctx.request_id}, "notifications": granted})
         await asyncio.get_running_loop().create_future()  # until the client cancels it
     finally:
-        server.subscriptions.remove(entry)
+        server.audience.subscriptions.remove(entry)
         for uri in granted.get("resourceSubscriptions", ()):
-            asyncio.ensure_future(_quietly(server.watch(uri, ctx, False, ctx)))
+            asyncio.ensure_future(_quietly(server.audience.watch(uri, ctx, False, ctx)))
 
 
 def modern_methods(server):
@@ -11303,9 +11304,9 @@ class Downstream:
 
     def sessions(self):
         """The handshake-era sessions past `initialized`, at /mcp and at every namespace's URL."""
-        server = self.source.events
-        found = list(getattr(server, "sessions", ()))
-        for view in getattr(server, "views", ()):
+        audience = self.source.events
+        found = list(getattr(audience, "sessions", ()))
+        for view in getattr(audience, "views", ()):
             found += getattr(view.events, "sessions", [])
         return found
 
@@ -13654,39 +13655,12 @@ def local_tool_count(sources):
 
 
 # --------------------------------------------------------------------------
-# Server: the MCP methods
+# Audience: what clients hear outside a call
 # --------------------------------------------------------------------------
-# One Server per session: the MCP methods over the catalog, with the guard rails in
-# front of every call, tasks, tool search, input on the way and the manager tools
-# (all above); serve_stdio runs it over stdin/stdout.
-
-def _name_and_arguments(params, method):
-    """`name` and `arguments` of tools/call and prompts/get, checked (-32602 if malformed)."""
-    name = params.get("name")
-    if not isinstance(name, str):
-        raise _invalid_params("%s needs a string `name`" % method)
-    arguments = params.get("arguments")
-    if arguments is None:
-        arguments = {}
-    if not isinstance(arguments, dict):
-        raise _invalid_params("`arguments` must be an object")
-    return name, arguments
-
-
-def _uri_param(params, method):
-    uri = params.get("uri")
-    if not isinstance(uri, str):
-        raise _invalid_params("%s needs a string `uri`" % method)
-    return uri
-
-
-def _page(key, items, params):
-    page, next_cursor = paginate(items, params.get("cursor"))
-    result = {key: page}
-    if next_cursor:
-        result["nextCursor"] = next_cursor
-    return result
-
+# What the sources say on their own (a server's notification or log line that names no call, a resource's update, a
+# changed tool set) and the sessions that hear it: those of each URL (/mcp, /mcp/<namespace>) whose namespace has the
+# server that said it, of them who subscribed to the URI, an isolated process's owner; a line nobody heard waits for
+# the first client. Each URL's Server has one, and its sources report to it (their `events`).
 
 class Subscribers:
     """Who subscribed to which resource URI: handshake-era Sessions and 2026-07-28 listens' CallContexts. One for
@@ -13716,133 +13690,38 @@ class Subscribers:
         return [uri for uri, holders in list(self.holders.items()) if holder in holders and self.discard(uri, holder)]
 
 
-class Server:
-    """The MCP methods over a Catalog, for one client session."""
+class Audience:
+    """Who hears what the sources say outside any call, at one URL: its handshake-era sessions past `initialized`,
+    its 2026-07-28 subscriptions/listen requests and, for /mcp, each /mcp/<namespace> URL's (the servers are
+    shared). The sources' `events`."""
 
-    def __init__(self, catalog: Catalog, log: Log, title="mcpstudio", instructions=None,
-                 guard: Guard | None = None, search=None, subscribers: Subscribers | None = None, team=False):
-        """`subscribers`: /mcp's, for a /mcp/<namespace> URL's Server (one registry for the servers they share);
-        `team`: people sign in to it over HTTP (a team gateway: a session may be anyone's)."""
+    def __init__(self, catalog: Catalog, log: Log, subscribers: Subscribers, team=False):
+        """`catalog`: the URL's (its sources say which servers they run; it passes subscriptions on); `subscribers`:
+        who subscribed to which URI, at every URL of the process; `team`: people sign in to it over HTTP (a team
+        gateway: a session may be anyone's)."""
         self.catalog = catalog
-        self.team = team
-        self.guard = guard or Guard(log)
         self.log = log
-        log.mask_by(catalog)  # a tools/call's secret arguments, by its tool's schema
-        self.title = title
-        self.instructions = instructions
-        self.session = None
+        self.team = team
+        self.subscribers = subscribers
         self.sessions = []  # handshake-era sessions past `initialized` (stdio: at most one)
-        self.search = ToolSearch(catalog, self.tools_call, *search) if search else None  # `toolSearch`: (mode, threshold, pins, separator)
-        self.views = []  # the Aggregator of each /mcp/<namespace> served: its Server is told of changes too
-        self._held_logs = []  # log notifications from before the client was ready
-        self.methods = {
-            "initialize": self.initialize,
-            "ping": self.ping,
-            "tools/list": self.tools_list,
-            "tools/call": self.tools_call,
-            "logging/setLevel": self.set_level,
-            "tasks/get": self.tasks_get,
-            "tasks/result": self.tasks_result,
-            "tasks/list": self.tasks_list,
-            "tasks/cancel": self.tasks_cancel,
-        }
-        self.tasks = TaskStore()
-        self.prompts = InputBridge()  # 2026-07-28: commands kept alive while their questions go back as input_required
-        if catalog.serves("resources"):
-            self.methods.update({
-                "resources/list": self.resources_list,
-                "resources/read": self.resources_read,
-                "resources/templates/list": self.resource_templates_list,
-            })
-        if catalog.serves("prompts"):
-            self.methods.update({"prompts/list": self.prompts_list, "prompts/get": self.prompts_get})
-        if catalog.serves("completions"):
-            self.methods["completion/complete"] = self.complete
-        if catalog.serves("subscribable"):
-            self.methods.update({method: (lambda params, ctx, method=method: self.subscribe(params, ctx, method))
-                                 for method in ("resources/subscribe", "resources/unsubscribe")})
-        if catalog.serves("skill_methods"):  # skills folders, or an aggregator whose upstreams may add skills
-            self.methods.update({"skills/list": self.skills_list, "skills/get": self.skills_get,
-                                 "resources/directory/read": self.directory_read})
-        self._modern_methods = None  # 2026-07-28's methods, built on the first request of that era
-        self._snapshots = {}  # listing key -> what its last first page was cut from
         self.subscriptions = []  # (CallContext of a subscriptions/listen, what it subscribed to)
-        self.subscribers = subscribers or Subscribers()  # who subscribed to which URI, at every URL of the process
+        self.views = []  # the Aggregator of each /mcp/<namespace> served: its audience is told of changes too
+        self._held_logs = []  # log notifications from before the client was ready
 
-    def start(self, session=None):
-        """Begin the sources' background work, their changes reported here; `session`: the one client (stdio;
-        over HTTP each client has a session of its own)."""
-        self.session = session
-        self.catalog.start(self)
-
-    @property
-    def modern_methods(self):
-        """The 2026-07-28 method table, built on the first request of that era."""
-        if not self._modern_methods:
-            self._modern_methods = modern_methods(self)
-        return self._modern_methods
-
-    def dispatch(self, method, params, ctx: CallContext):
-        """Answer one request: the era's method table, or -32601 for an unknown method."""
-        meta = params.get("_meta")
-        if ctx.modern or method == "server/discover" or META_VERSION in _object(meta):
-            return dispatch_modern(self, method, params, ctx, meta)  # (in the section below)
-        refusal = self.catalog.refusal
-        if refusal:
-            raise refusal
-        handler = self.methods.get(method)
-        if not handler:
-            raise McpError(METHOD_NOT_FOUND, "Method not found: %s" % method)
-        return handler(params, ctx)
-
-    def server_info(self):
-        """This server's `serverInfo` (name, title, version)."""
-        return {"name": "mcpstudio", "title": self.title, "version": __version__}
-
-    def notification(self, method, params, session=None):
-        """Handle one notification from a client (initialized, cancelled, ...)."""
-        session = session or self.session
-        if method == "notifications/initialized" and session and session not in self.sessions:
+    def joined(self, session):
+        """`session` sent `initialized`: it hears from now on, first the lines held for it."""
+        if session not in self.sessions:
             self.sessions.append(session)
             held, self._held_logs = self._held_logs, []
             for level, text, logger, meta in held:
                 session.log_to_client(level, text, logger, meta)
-        elif method == "notifications/roots/list_changed":
-            for source in self.catalog.sources:
-                source.client_notification(method, params, session)
 
-    def forget(self, session):
-        """A session ended (an HTTP session deleted or expired): its tasks stop too."""
+    def left(self, session):
+        """`session` ended: it hears no more, and its subscriptions end (the server hears of the last one's)."""
         if session in self.sessions:
             self.sessions.remove(session)
-        self.tasks.forget(session)
-        for uri in self.subscribers.forget(session):  # its subscriptions end; the server hears of the last one's
+        for uri in self.subscribers.forget(session):
             asyncio.ensure_future(_quietly(self.catalog.subscribe("resources/unsubscribe", uri, None)))
-        for source in self.catalog.sources:  # an Aggregator: the session's own servers stop
-            source.sweep_instances(session)
-
-    def identify(self, instance: Instance):
-        """Name its tasks and parked prompt rounds (its own, and its servers' through each Aggregator) after
-        `instance`, so a load balancer routes by their ids (--http); a named one also signs its audit lines."""
-        self.tasks.identify(instance)
-        self.prompts.identify(instance)
-        self.guard.identify(instance)
-        for source in self.catalog.sources:
-            source.identify(instance)
-
-    def holds(self, params):
-        """Whether a request's `taskId` or `requestState` names state this process holds (a leaving instance
-        still serves those)."""
-        key, state = params.get("taskId"), params.get("requestState")
-        return (isinstance(key, str) and key in self.tasks.tasks) or (isinstance(state, str) and (
-            state in self.prompts.parked or any(source.holds(state) for source in self.catalog.sources)))
-
-    def busy(self):
-        """Whether a task still runs or a prompt round waits (a leaving instance gives them its drain)."""
-        return any(t.status not in TERMINAL for t in self.tasks.tasks.values()) or bool(self.prompts.calls) or any(
-            source.busy() for source in self.catalog.sources)
-
-    # -- events from sources --------------------------------------------------
 
     def source_changed(self, source):
         """A source's tools or resources changed: tell clients that listen."""
@@ -13875,13 +13754,13 @@ class Server:
                     ctx.notify(method, dict(params, _meta={META_SUBSCRIPTION: ctx.request_id}))
 
     def hearing(self, server_id=None):
-        """The Servers whose sessions hear what the server `server_id` says outside any call: of this one (/mcp's)
-        and each /mcp/<namespace> URL's (they share the servers, whose notifications come here), those whose
+        """The audiences that hear what the server `server_id` says outside any call: of this one (/mcp's) and
+        each /mcp/<namespace> URL's (they share the servers, whose notifications come here), those whose
         namespace has it; None (mcpstudio's own line): this one."""
         if server_id is None:
             return [self]
         mine = [self] if any(source.runs(server_id) for source in self.catalog.sources) else []
-        return mine + [hub.events for hub in self.views if isinstance(hub.events, Server) and hub.runs(server_id)]
+        return mine + [hub.events for hub in self.views if isinstance(hub.events, Audience) and hub.runs(server_id)]
 
     def server_log(self, level, text, logger, owner=None):
         """A server's log line that names no call (a shared server over stdio says whose call it is of nothing).
@@ -13908,6 +13787,179 @@ class Server:
                 session.log_to_client(level, text, logger, meta)
         if not sessions and self in hearing and owner is None and not self.team and len(self._held_logs) < 100:
             self._held_logs.append((level, text, logger, meta))
+
+    async def watch(self, uri, holder, on, ctx):
+        """Subscribe `holder` (a session, or a 2026-07-28 listen's CallContext) to `uri` (`on`), or unsubscribe it.
+        One server connection carries everyone's subscriptions: its updates go only to who subscribed, and the
+        server is told to stop only when the last of them unsubscribes (one person's unsubscribe never ends
+        another's subscription)."""
+        if on:  # recorded first: an unsubscribe of the last other holder meanwhile must not end this one
+            held = self.subscribers.holds(uri, holder)
+            self.subscribers.add(uri, holder)
+            try:
+                return await self.catalog.subscribe("resources/subscribe", uri, ctx)  # -32002: nothing held
+            except BaseException:
+                if not held:
+                    self.subscribers.discard(uri, holder)
+                raise
+        if not self.subscribers.discard(uri, holder):
+            return {}
+        return await self.catalog.subscribe("resources/unsubscribe", uri, ctx)
+
+    def subscribed(self, uri, holder):
+        """Whether `holder` subscribed to `uri` (its resources/updated is for it)."""
+        return isinstance(uri, str) and self.subscribers.holds(uri, holder)
+
+
+# --------------------------------------------------------------------------
+# Server: the MCP methods
+# --------------------------------------------------------------------------
+# One Server per session: the MCP methods over the catalog, with the guard rails in
+# front of every call, tasks, tool search, input on the way, the manager tools and
+# its audience (all above); serve_stdio runs it over stdin/stdout.
+
+def _name_and_arguments(params, method):
+    """`name` and `arguments` of tools/call and prompts/get, checked (-32602 if malformed)."""
+    name = params.get("name")
+    if not isinstance(name, str):
+        raise _invalid_params("%s needs a string `name`" % method)
+    arguments = params.get("arguments")
+    if arguments is None:
+        arguments = {}
+    if not isinstance(arguments, dict):
+        raise _invalid_params("`arguments` must be an object")
+    return name, arguments
+
+
+def _uri_param(params, method):
+    uri = params.get("uri")
+    if not isinstance(uri, str):
+        raise _invalid_params("%s needs a string `uri`" % method)
+    return uri
+
+
+def _page(key, items, params):
+    page, next_cursor = paginate(items, params.get("cursor"))
+    result = {key: page}
+    if next_cursor:
+        result["nextCursor"] = next_cursor
+    return result
+
+
+class Server:
+    """The MCP methods over a Catalog, for one client session."""
+
+    def __init__(self, catalog: Catalog, log: Log, title="mcpstudio", instructions=None,
+                 guard: Guard | None = None, search=None, subscribers: Subscribers | None = None, team=False):
+        """`subscribers`: /mcp's, for a /mcp/<namespace> URL's Server (one registry for the servers they share);
+        `team`: people sign in to it over HTTP (a team gateway: a session may be anyone's); both for its Audience."""
+        self.catalog = catalog
+        self.guard = guard or Guard(log)
+        self.log = log
+        log.mask_by(catalog)  # a tools/call's secret arguments, by its tool's schema
+        self.title = title
+        self.instructions = instructions
+        self.session = None
+        self.audience = Audience(catalog, log, subscribers or Subscribers(), team)  # who hears what sources say
+        self.search = ToolSearch(catalog, self.tools_call, *search) if search else None  # `toolSearch`: (mode, threshold, pins, separator)
+        self.methods = {
+            "initialize": self.initialize,
+            "ping": self.ping,
+            "tools/list": self.tools_list,
+            "tools/call": self.tools_call,
+            "logging/setLevel": self.set_level,
+            "tasks/get": self.tasks_get,
+            "tasks/result": self.tasks_result,
+            "tasks/list": self.tasks_list,
+            "tasks/cancel": self.tasks_cancel,
+        }
+        self.tasks = TaskStore()
+        self.prompts = InputBridge()  # 2026-07-28: commands kept alive while their questions go back as input_required
+        if catalog.serves("resources"):
+            self.methods.update({
+                "resources/list": self.resources_list,
+                "resources/read": self.resources_read,
+                "resources/templates/list": self.resource_templates_list,
+            })
+        if catalog.serves("prompts"):
+            self.methods.update({"prompts/list": self.prompts_list, "prompts/get": self.prompts_get})
+        if catalog.serves("completions"):
+            self.methods["completion/complete"] = self.complete
+        if catalog.serves("subscribable"):
+            self.methods.update({method: (lambda params, ctx, method=method: self.subscribe(params, ctx, method))
+                                 for method in ("resources/subscribe", "resources/unsubscribe")})
+        if catalog.serves("skill_methods"):  # skills folders, or an aggregator whose upstreams may add skills
+            self.methods.update({"skills/list": self.skills_list, "skills/get": self.skills_get,
+                                 "resources/directory/read": self.directory_read})
+        self._modern_methods = None  # 2026-07-28's methods, built on the first request of that era
+        self._snapshots = {}  # listing key -> what its last first page was cut from
+
+    def start(self, session=None):
+        """Begin the sources' background work, their changes reported to the audience; `session`: the one client
+        (stdio; over HTTP each client has a session of its own)."""
+        self.session = session
+        self.catalog.start(self.audience)
+
+    @property
+    def modern_methods(self):
+        """The 2026-07-28 method table, built on the first request of that era."""
+        if not self._modern_methods:
+            self._modern_methods = modern_methods(self)
+        return self._modern_methods
+
+    def dispatch(self, method, params, ctx: CallContext):
+        """Answer one request: the era's method table, or -32601 for an unknown method."""
+        meta = params.get("_meta")
+        if ctx.modern or method == "server/discover" or META_VERSION in _object(meta):
+            return dispatch_modern(self, method, params, ctx, meta)  # (in the section below)
+        refusal = self.catalog.refusal
+        if refusal:
+            raise refusal
+        handler = self.methods.get(method)
+        if not handler:
+            raise McpError(METHOD_NOT_FOUND, "Method not found: %s" % method)
+        return handler(params, ctx)
+
+    def server_info(self):
+        """This server's `serverInfo` (name, title, version)."""
+        return {"name": "mcpstudio", "title": self.title, "version": __version__}
+
+    def notification(self, method, params, session=None):
+        """Handle one notification from a client (initialized, cancelled, ...)."""
+        session = session or self.session
+        if method == "notifications/initialized" and session:
+            self.audience.joined(session)
+        elif method == "notifications/roots/list_changed":
+            for source in self.catalog.sources:
+                source.client_notification(method, params, session)
+
+    def forget(self, session):
+        """A session ended (an HTTP session deleted or expired): its tasks and subscriptions stop too."""
+        self.audience.left(session)
+        self.tasks.forget(session)
+        for source in self.catalog.sources:  # an Aggregator: the session's own servers stop
+            source.sweep_instances(session)
+
+    def identify(self, instance: Instance):
+        """Name its tasks and parked prompt rounds (its own, and its servers' through each Aggregator) after
+        `instance`, so a load balancer routes by their ids (--http); a named one also signs its audit lines."""
+        self.tasks.identify(instance)
+        self.prompts.identify(instance)
+        self.guard.identify(instance)
+        for source in self.catalog.sources:
+            source.identify(instance)
+
+    def holds(self, params):
+        """Whether a request's `taskId` or `requestState` names state this process holds (a leaving instance
+        still serves those)."""
+        key, state = params.get("taskId"), params.get("requestState")
+        return (isinstance(key, str) and key in self.tasks.tasks) or (isinstance(state, str) and (
+            state in self.prompts.parked or any(source.holds(state) for source in self.catalog.sources)))
+
+    def busy(self):
+        """Whether a task still runs or a prompt round waits (a leaving instance gives them its drain)."""
+        return any(t.status not in TERMINAL for t in self.tasks.tasks.values()) or bool(self.prompts.calls) or any(
+            source.busy() for source in self.catalog.sources)
 
     # -- methods ------------------------------------------------------------------
 
@@ -14167,29 +14219,7 @@ class Server:
 
     async def subscribe(self, params, ctx, method):
         """`resources/subscribe` and `unsubscribe`: passed to the server that holds the URI, for this session."""
-        return await self.watch(_uri_param(params, method), ctx.session, method == "resources/subscribe", ctx)
-
-    async def watch(self, uri, holder, on, ctx):
-        """Subscribe `holder` (a session, or a 2026-07-28 listen's CallContext) to `uri` (`on`), or unsubscribe it.
-        One server connection carries everyone's subscriptions: its updates go only to who subscribed, and the
-        server is told to stop only when the last of them unsubscribes (one person's unsubscribe never ends
-        another's subscription)."""
-        if on:  # recorded first: an unsubscribe of the last other holder meanwhile must not end this one
-            held = self.subscribers.holds(uri, holder)
-            self.subscribers.add(uri, holder)
-            try:
-                return await self.catalog.subscribe("resources/subscribe", uri, ctx)  # -32002: nothing held
-            except BaseException:
-                if not held:
-                    self.subscribers.discard(uri, holder)
-                raise
-        if not self.subscribers.discard(uri, holder):
-            return {}
-        return await self.catalog.subscribe("resources/unsubscribe", uri, ctx)
-
-    def subscribed(self, uri, holder):
-        """Whether `holder` subscribed to `uri` (its resources/updated is for it)."""
-        return isinstance(uri, str) and self.subscribers.holds(uri, holder)
+        return await self.audience.watch(_uri_param(params, method), ctx.session, method == "resources/subscribe", ctx)
 
     async def complete(self, params, ctx):
         """`completion/complete`: routed by its reference to the server that owns the prompt or template."""
@@ -15453,7 +15483,7 @@ class HttpServer:
         self.pending = collections.OrderedDict()  # task -> [since, sending], oldest first
         self.trusted = set()
         self.calls = {}  # the _Exchange of each reply being delivered -> its 2026-07-28 Session (None: a session's)
-        self.namespaces = NamespaceUrls(server.catalog, server.views, namespaced, self._namespace_url,
+        self.namespaces = NamespaceUrls(server.catalog, server.audience.views, namespaced, self._namespace_url,
                                         lambda: self.sign_in is not None)
         self.gate = self._gate(sign_in) if sign_in else None  # None: no person signs in
 
@@ -16534,7 +16564,7 @@ def _build_server(options, words, log: Log, config, runner=None, primary: Server
                       metrics, stats, limits.get("http_rate_limit", ())[:2], opened, sign_in)
     server = Server(Catalog([settings.outputs] + sources, max_name), log, title="mcpstudio: %s" % ", ".join(titles),
                     instructions=instructions, guard=guard, search=search,
-                    subscribers=primary.subscribers if primary else None, team=bool(options.get("http") and sign_in))
+                    subscribers=primary.audience.subscribers if primary else None, team=bool(options.get("http") and sign_in))
     return server, runner
 
 

@@ -1132,7 +1132,8 @@ class SectionTests(unittest.TestCase):
         "OAuthClient": "OAuth 2.1 for URL upstreams", "InputBridge": "Input on the way", "Upstream": "Upstreams",
         "McpClient": "Upstreams", "_HttpChannel": "Upstreams", "BackChannel": "Upstreams",
         "ManagerTools": "Aggregator", "UpstreamSkills": "Aggregator", "IsolatedInstances": "Aggregator",
-        "UrlUpstreams": "Aggregator", "ConfigReload": "Aggregator", "Aggregator": "Aggregator", "Server": "Server", "serve_stdio": "Server",
+        "UrlUpstreams": "Aggregator", "ConfigReload": "Aggregator", "Aggregator": "Aggregator",
+        "Subscribers": "Audience", "Audience": "Audience", "Server": "Server", "serve_stdio": "Server",
         "SignIn": "Sign-in", "HttpSessions": "Streamable HTTP", "HttpServer": "Streamable HTTP", "SignInGate": "Streamable HTTP",
         "parse_command_line": "Command line", "_build_server": "Command line",
         "check_config": "Tools for people", "init_config": "Tools for people", "print_status": "Tools for people",
@@ -1491,7 +1492,7 @@ class ConstructionTests(unittest.TestCase):
                                         "_UpstreamProtocol", "Drain", "ConfigReload"}, constructed)
 
     def test_sources_are_never_probed(self):
-        # No hasattr anywhere; the catalog and the server never ask a
+        # No hasattr anywhere; the catalog, the audience and the server never ask a
         # source's kind (isinstance) nor read a capability with a fallback (getattr with a default).
         import ast
         tree = self.tree()
@@ -1499,7 +1500,7 @@ class ConstructionTests(unittest.TestCase):
                   and n.func.id == "hasattr"]
         self.assertEqual([ast.dump(n.args[0]) for n in probes], [])
         kinds = {"Source", "TemplateTools", "ScriptDirectory", "SkillFolders", "OutputStore", "Aggregator"}
-        for cls in (n for n in tree.body if isinstance(n, ast.ClassDef) and n.name in ("Catalog", "Server")):
+        for cls in (n for n in tree.body if isinstance(n, ast.ClassDef) and n.name in ("Catalog", "Audience", "Server")):
             for call in (n for n in ast.walk(cls) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)):
                 with self.subTest(cls=cls.name, line=call.lineno):
                     if call.func.id == "isinstance":
