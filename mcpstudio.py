@@ -7771,13 +7771,15 @@ _CACHEABLE = frozenset(("server/discover", "tools/list", "prompts/list", "resour
 def _complete(server, method, result, ctx):
     """A 2026-07-28 result: `resultType`, mcpstudio's serverInfo, and SEP-2549's `ttlMs` and `cacheScope` where it
     may be cached: "private" for an answer that is its caller's own (ctx.private: a person's own process, a kept
-    output), whatever the server behind it said, so no shared cache keeps it."""
+    output), whatever the server behind it said, and for any answer to a signed-in person (the manager tools, a
+    namespace's `people` and a person's own servers make each one's listings theirs) or of a tool search that
+    asks who the client is (`auto`), so no shared cache gives it to another."""
     result = _with_meta(dict(result, resultType=result.get("resultType", "complete")),  # a CreateTaskResult: "task"
                         META_SERVER_INFO, server.server_info())
     if method in _CACHEABLE:
         result.setdefault("ttlMs", 0 if server.catalog.dynamic else 300000)
         result.setdefault("cacheScope", "public")
-        if ctx.private:
+        if ctx.private or ctx.owner is not None or method == "tools/list" and server.search and server.search.mode == "auto":
             result["cacheScope"] = "private"
     return result
 
@@ -14471,7 +14473,9 @@ def jwt_claims(token, keys, issuer, audiences, now, skew=SIGNIN_SKEW):
     if not any(check(key, signed, signature) for key in candidates):
         raise TokenError("the signature does not verify")
     if claims.get("iss") != issuer:  # signed by the issuer's keys: its `iss` is another name of it, or a sibling's
-        entra = str(claims.get("iss")).startswith("https://sts.windows.net/")  # v1.0 tokens, v2.0 metadata
+        given = str(claims.get("iss")).split("/")
+        entra = given[:3] == ["https:", "", "sts.windows.net"] and given[3:4] == issuer.split("/")[3:4]  # its v1.0
+        # token, of the tenant signIn.issuer names (Entra signs every tenant's tokens with the same keys)
         raise TokenError(
             "issued by %s, not %s (this gateway's signIn.issuer): sign in at %s; if the token came from there, the "
             "identity provider names itself otherwise than the config does (they must match exactly: scheme, host, "
@@ -14650,36 +14654,35 @@ class SignIn:
                                  "neither the token of a listed person nor" if self.plan["people"] else "not")) from None
         now = time.time()
         if (self.fetched is None or now - self.fetched > SIGNIN_JWKS_REFRESH) and not self._tried_lately(now):
-            await self._fetch_keys()
-        for _ in range(2):
+            await self._fetch_keys()  # (one under way: its keys, not a refusal while they come: see _fetch_keys)
+        for again in (False, True):
             if not self.keys:
                 raise ProviderUnreachable(self.keys_trouble or "the issuer's keys (its JWKS) could not be fetched",
                                           self._next_try())
             try:
                 return jwt_claims(token, self.keys, self.issuer, audiences, time.time())
             except UnknownKey:
-                if self._tried_lately(time.time()):
+                if again or self._tried_lately(time.time()):
                     if self.keys_trouble:  # the issuer may have rotated its keys while it was away: maybe good
                         raise ProviderUnreachable("no key known has the token's kid, and the issuer's keys (its "
                                                   "JWKS) could not be fetched again", self._next_try()) from None
                     raise
             await self._fetch_keys()  # the issuer may have rotated its keys: fetched again, at most every 30 s
-        raise UnknownKey("no key of the issuer's JWKS has the token's kid")
 
     def _tried_lately(self, now):
         return self.tried is not None and now - self.tried < SIGNIN_KID_REFETCH
 
     def _next_try(self):
-        """Seconds until the issuer's keys are fetched again (after a try, at most every SIGNIN_KID_REFETCH)."""
+        """Seconds until the issuer's keys are fetched again (SIGNIN_KID_REFETCH after the last try ended)."""
         return SIGNIN_KID_REFETCH - (time.time() - self.tried) if self.tried is not None else SIGNIN_RETRY_AFTER
 
     async def _fetch_keys(self):
-        """The issuer's keys, fetched once for every request that waits for them."""
+        """The issuer's keys, fetched once for every request that waits for them; the next try is counted from
+        this one's end (a slow one is not tried again at once)."""
         if self.fetching is None or self.fetching.done():
-            self.tried = time.time()
             self.fetching = asyncio.get_running_loop().run_in_executor(None, self._jwks)
-        keys = await asyncio.shield(self.fetching)
-        self.keys_trouble = None if keys else self.keys_trouble  # (set by _jwks)
+        keys, self.keys_trouble = await asyncio.shield(self.fetching)
+        self.tried = time.time()
         if keys is not None:
             self.keys, self.fetched = keys, time.time()
 
@@ -14695,8 +14698,8 @@ class SignIn:
             authorization_server_urls(self.issuer))))
 
     def _jwks(self):
-        """The issuer's signing keys, by its metadata's `jwks_uri`; None (logged) when they cannot be had, and the
-        keys known so far stay."""
+        """(the issuer's signing keys, by its metadata's `jwks_uri`, or None when they cannot be had and the keys
+        known so far stay; why there are none, logged, or None)."""
         try:
             document = self._metadata()
             uri = document.get("jwks_uri")
@@ -14707,14 +14710,14 @@ class SignIn:
                 raise OAuthError("%s answered %s, not a JWKS" % (uri, status))
         except OAuthError as exc:
             self.log.error("signIn: %s", exc)
-            self.keys_trouble = "the issuer's keys (its JWKS) could not be fetched"
-            return None
+            return None, "the issuer's keys (its JWKS) could not be fetched"
         keys = [key for key in map(jwk_key, jwks["keys"]) if key]
-        if not keys:  # a lasting trouble, not an outage: the gateway's admin must see it
-            self.keys_trouble = ("the issuer's JWKS (%s) holds no key mcpstudio can check: an RSA (RS256) or EC P-256 "
-                                 "(ES256) signing key" % uri)
-            self.log.error("signIn: %s", self.keys_trouble)
-        return keys
+        if keys:
+            return keys, None
+        trouble = ("the issuer's JWKS (%s) holds no key mcpstudio can check: an RSA (RS256) or EC P-256 (ES256) "
+                   "signing key" % uri)
+        self.log.error("signIn: %s", trouble)  # a lasting trouble, not an outage: the gateway's admin must see it
+        return keys, trouble
 
     async def exchange(self, person, resource):
         """RFC 8693: an access token for `resource` (RFC 8707) that the issuer gives the gateway, as its client
