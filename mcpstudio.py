@@ -13661,8 +13661,9 @@ def local_tool_count(sources):
 # --------------------------------------------------------------------------
 # What the sources say on their own (a server's notification or log line that names no call, a resource's update, a
 # changed tool set) and the sessions that hear it: those of each URL (/mcp, /mcp/<namespace>) whose namespace has the
-# server that said it, of them who subscribed to the URI, an isolated process's owner; a line nobody heard waits for
-# the first client. Each URL's Server has one, and its sources report to it (their `events`).
+# server that said it, of them who subscribed to the URI, an isolated process's owner; a line that names no owner and
+# that nobody at its URL heard is held (up to 100) for the first client, unless people sign in. Each URL's Server has
+# one, and its sources report to it (their `events`).
 
 class Subscribers:
     """Who subscribed to which resource URI: handshake-era Sessions and 2026-07-28 listens' CallContexts. One for
@@ -13816,7 +13817,7 @@ class Audience:
 # --------------------------------------------------------------------------
 # Server: the MCP methods
 # --------------------------------------------------------------------------
-# One Server per session: the MCP methods over the catalog, with the guard rails in
+# One Server per stdio session or HTTP URL: the MCP methods over the catalog, with the guard rails in
 # front of every call, tasks, tool search, input on the way, the manager tools and
 # its audience (all above); serve_stdio runs it over stdin/stdout.
 
@@ -15356,8 +15357,8 @@ class NamespaceUrls:
     shares its guard, client link and running servers); None: no namespace URLs."""
 
     def __init__(self, catalog: Catalog, views, build, serve, signs_in):
-        """`catalog`: /mcp's, whose Aggregator names the namespaces; `views`: the list of /mcp's Server where each
-        namespace's Aggregator goes (its Server is told of their changes too); `serve(server, path)`: the HttpServer
+        """`catalog`: /mcp's, whose Aggregator names the namespaces; `views`: the list of /mcp's Audience where each
+        namespace's Aggregator goes (its Audience is told of their changes too); `serve(server, path)`: the HttpServer
         of a namespace's Server at `path` (/mcp/NAMESPACE), with /mcp's settings; `signs_in()`: whether people sign
         in (a stranger then learns no namespace's name)."""
         self.catalog, self.server_views, self.build, self.serve, self.signs_in = catalog, views, build, serve, signs_in

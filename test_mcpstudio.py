@@ -18403,7 +18403,7 @@ class InProcessHttp:
         def run():
             asyncio.set_event_loop(self.loop)
             self.loop.run_until_complete(self.http.start())
-            server.catalog.start(server)
+            server.start()
             started.set()
             self.loop.run_forever()
         self.thread = threading.Thread(target=run, daemon=True)
