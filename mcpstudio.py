@@ -7734,7 +7734,7 @@ async def listen(server, params, ctx):
     granted = {key: True for key, ok in offered.items() if ok and wanted.get(key) is True}
     uris = wanted.get("resourceSubscriptions")
     entry = (ctx, granted)
-    server.audience.subscriptions.append(entry)
+    server.audience.listening(entry)
     try:
         if isinstance(uris, list) and server.catalog.serves("subscribable"):  # each one its server takes
             granted["resourceSubscriptions"] = []
@@ -7749,7 +7749,7 @@ async def listen(server, params, ctx):
                    {"_meta": {META_SUBSCRIPTION: ctx.request_id}, "notifications": granted})
         await asyncio.get_running_loop().create_future()  # until the client cancels it
     finally:
-        server.audience.subscriptions.remove(entry)
+        server.audience.listening(entry, False)
         for uri in granted.get("resourceSubscriptions", ()):
             asyncio.ensure_future(_quietly(server.audience.watch(uri, ctx, False, ctx)))
 
@@ -13711,6 +13711,18 @@ class Audience:
         self.views = []  # the Aggregator of each /mcp/<namespace> served: its audience is told of changes too
         self._held_logs = []  # log notifications from before the client was ready
 
+    def listening(self, entry, on=True):
+        """A subscriptions/listen (its CallContext, what it was granted) hears from now on (`on`), or no more."""
+        if on:
+            self.subscriptions.append(entry)
+        else:
+            self.subscriptions.remove(entry)
+
+    def viewed_by(self, hub):
+        """`hub`, the Aggregator of a /mcp/<namespace> URL, serves this URL's servers too: its audience hears of their
+        changes, and its sessions of what they say."""
+        self.views.append(hub)
+
     def joined(self, session):
         """`session` sent `initialized`: it hears from now on, first the lines held for it."""
         if session not in self.sessions:
@@ -15356,12 +15368,12 @@ class NamespaceUrls:
     toolSearch), built at its first request by `build(name)` (the one server builder, given /mcp's Server: it
     shares its guard, client link and running servers); None: no namespace URLs."""
 
-    def __init__(self, catalog: Catalog, views, build, serve, signs_in):
-        """`catalog`: /mcp's, whose Aggregator names the namespaces; `views`: the list of /mcp's Audience where each
-        namespace's Aggregator goes (its Audience is told of their changes too); `serve(server, path)`: the HttpServer
+    def __init__(self, catalog: Catalog, audience: Audience, build, serve, signs_in):
+        """`catalog`: /mcp's, whose Aggregator names the namespaces; `audience`: /mcp's, which each namespace's
+        Aggregator joins (Audience.viewed_by); `serve(server, path)`: the HttpServer
         of a namespace's Server at `path` (/mcp/NAMESPACE), with /mcp's settings; `signs_in()`: whether people sign
         in (a stranger then learns no namespace's name)."""
-        self.catalog, self.server_views, self.build, self.serve, self.signs_in = catalog, views, build, serve, signs_in
+        self.catalog, self.audience, self.build, self.serve, self.signs_in = catalog, audience, build, serve, signs_in
         self.views = {}  # namespace -> its HttpServer
 
     def get(self, path):
@@ -15380,7 +15392,7 @@ class NamespaceUrls:
                 raise HttpError(500, str(exc))
             server.start()
             self.views[name] = self.serve(server, path)
-            self.server_views.append(next(s for s in server.catalog.sources if isinstance(s, Aggregator)))
+            self.audience.viewed_by(next(s for s in server.catalog.sources if isinstance(s, Aggregator)))
         return self.views[name]
 
     async def close(self):
@@ -15487,7 +15499,7 @@ class HttpServer:
         self.pending = collections.OrderedDict()  # task -> [since, sending], oldest first
         self.trusted = set()
         self.calls = {}  # the _Exchange of each reply being delivered -> its 2026-07-28 Session (None: a session's)
-        self.namespaces = NamespaceUrls(server.catalog, server.audience.views, namespaced, self._namespace_url,
+        self.namespaces = NamespaceUrls(server.catalog, server.audience, namespaced, self._namespace_url,
                                         lambda: self.sign_in is not None)
         self.gate = self._gate(sign_in) if sign_in else None  # None: no person signs in
 
