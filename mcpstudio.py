@@ -13277,8 +13277,10 @@ class Aggregator(Source):
             original = tool["name"]
             if renamed_by and (name in table or claimed[name] > 1):  # a new name must be free: refused, never renamed
                 why = "%s: `%s` is also the name of another tool; choose another" % (renamed_by, name)
-                self.namespace.refused(name, why)
+                before = upstream.spec.public_name(original, self.separator)
+                self.namespace.refused(before, why)
                 denied.setdefault(name, why)
+                denied.setdefault(before, why)  # a call by the name it had is told why, as a refused override's is
                 continue
             if name in table:  # never shadowed: the later one is renamed
                 name = self.namespace.rename(upstream.spec, original, table)
@@ -18012,12 +18014,14 @@ def _check_verdict(problems, warnings):
 STATUS_STATE_WIDTH = 44  # the widest state `status` puts in its table; a longer one follows the table
 
 
-def review_overrides(plan: UpstreamPlan, namespace, listings, separator, log: Log):
+def review_overrides(plan: UpstreamPlan, namespace, listings, separator, log: Log, reserved=()):
     """What `serve` would say of the overrides of `namespace` against `listings` ({server id: its cached
     tools}): overrides naming no listed tool (warnings on stderr), and a line for each curated tool and
-    each refused override (with the count of those)."""
+    each refused override (with the count of those). `reserved`: the names of the tools listed before the
+    servers' (the manager tools), which no rename may take."""
     view = Namespace(None, separator, None, log, plan, namespace)
-    lines, refused, served, shown = [], 0, [], []  # shown: (public name, the key that renamed it or None)
+    lines, refused, served, shown = [], 0, [], []
+    # shown: (public name, the key that renamed it or None, its name before the rename, its line or None)
     for spec in plan.specs:
         if spec.id not in listings:
             continue
@@ -18031,19 +18035,20 @@ def review_overrides(plan: UpstreamPlan, namespace, listings, separator, log: Lo
             try:
                 curated, public, renamed_by = view.curate(spec, tool)
             except ConfigError as exc:
-                lines.append("  %s: refused: %s" % (spec.public_name(tool["name"], separator), exc))
+                shown.append((None, None, None, "  %s: refused: %s" % (spec.public_name(tool["name"], separator), exc)))
                 refused += 1
                 continue
-            shown.append((public if renamed_by else spec.public_name(tool["name"], separator), renamed_by))
-            if curated:
-                lines.append("  %-32s %s of server %s%s" % (public, tool["name"], spec.id, "; fixed: %s" % ", ".join(
-                    sorted(curated.fixed)) if curated.fixed else ""))
-    claimed = collections.Counter(name for name, _ in shown)
-    for name, renamed_by in shown:
-        if renamed_by and claimed[name] > 1:  # as list_tools refuses it
+            before = spec.public_name(tool["name"], separator)
+            shown.append((public if renamed_by else before, renamed_by, before, curated and "  %-32s %s of server %s%s" % (
+                public, tool["name"], spec.id, "; fixed: %s" % ", ".join(sorted(curated.fixed)) if curated.fixed else "")))
+    claimed = collections.Counter(name for name, *_ in shown)
+    for name, renamed_by, before, line in shown:
+        if renamed_by and (claimed[name] > 1 or name in reserved):  # as list_tools refuses it
             lines.append("  %s: refused: %s: `%s` is also the name of another tool; choose another" % (
-                name, renamed_by, name))
+                before, renamed_by, name))
             refused += 1
+        elif line:
+            lines.append(line)
     overrides = (plan.namespaces.get(namespace) or {}).get("overrides")
     if overrides and served:
         view.unmatched(overrides, served, "namespace `%s`" % namespace, "against its servers' cached listings")
@@ -18149,7 +18154,8 @@ def print_status(path, plan: UpstreamPlan, requested, checks=None, log=None, sea
                                                 "every signed-in person")))
     else:
         print("\ntools: %s" % summary(None, None))
-    curated, refused = review_overrides(plan, namespace, listings, separator, log) if not error else ([], 0)
+    reserved = {MANAGER_PREFIX + separator + tool[0] for tool in MANAGER_TOOLS} if manager and plan.specs else ()
+    curated, refused = review_overrides(plan, namespace, listings, separator, log, reserved) if not error else ([], 0)
     if curated:
         print("\ncurated tools (overrides, as cached listings show them):")
         print("\n".join(curated))

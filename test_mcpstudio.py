@@ -14425,15 +14425,48 @@ class CurationTests(AggregatorCase):
         self.assertEqual(out.returncode, 1, out.stdout + out.stderr)
         self.assertIn("gh__create_issue: refused: %s: mcpServers.gh.overrides.create_issue.arguments.org.value" % path,
                       out.stdout)
-        self.assertIn("gh__crash: refused: %s: mcpServers.gh.overrides.sleep.name" % path, out.stdout)
+        self.assertIn("gh__sleep: refused: %s: mcpServers.gh.overrides.sleep.name" % path, out.stdout)
         self.assertIn("(checked against its cached listing; `status --check` lists it again); nearest: create_issue",
                       out.stderr)
         # check says the same refusals (its table is status's) and its verdict counts them: never "ok".
         out = subprocess.run(SERVER + ["check", "--config", path], capture_output=True, text=True, timeout=WAIT,
                              env=self.env)
         self.assertEqual(out.returncode, 1, out.stdout + out.stderr)
-        self.assertIn("gh__crash: refused: %s: mcpServers.gh.overrides.sleep.name" % path, out.stdout)
+        self.assertIn("gh__sleep: refused: %s: mcpServers.gh.overrides.sleep.name" % path, out.stdout)
         self.assertRegex(out.stdout, r"%s: 3 problems \(above\), and \d+ warnings?\n$" % re.escape(path))
+
+    # A namespace's rename to a name already taken (a manager tool's, another server's tool's) is refused alike by
+    # serve, status and check: each names the tool refused by the name it had (not the name it wanted, which
+    # stays the other tool's), a call by that name is told why, and status shows no curated line for it.
+    def test_a_rename_to_a_taken_name_is_refused_by_the_name_it_had(self):
+        data = {"mcpServers": {"gh": self.upstream("gh"), "ops": self.upstream("ops")},
+                "namespaces": {"work": {"servers": ["gh", "ops"], "overrides": {
+                    "ops__env": {"name": "mcpstudio__servers_list"}, "ops__sleep": {"name": "gh__crash"}}}}}
+        path = self.write(data)
+        keys = {"ops__env": ("namespaces.work.overrides.ops__env.name", "mcpstudio__servers_list"),
+                "ops__sleep": ("namespaces.work.overrides.ops__sleep.name", "gh__crash")}
+        with self.serve(data) as server:
+            server.initialize()
+            names = [tool["name"] for tool in server.request("tools/list")["result"]["tools"]]
+            self.assertEqual((names.count("mcpstudio__servers_list"), names.count("gh__crash")), (1, 1))
+            for before, (key, wanted) in keys.items():
+                self.assertNotIn(before, names)
+                reply = server.request("tools/call", {"name": before, "arguments": {}})
+                self.assertEqual(reply["error"]["code"], -32006, reply)
+                self.assertIn("%s: %s: `%s` is also the name of another tool" % (path, key, wanted),
+                              reply["error"]["message"])
+            self.assertIn("servers", server.call("mcpstudio__servers_list", {})["structuredContent"])  # still ours
+            stderr = server.stderr_when(lambda text: text.count("is also the name of another tool") >= 2)
+        for before, (key, _) in keys.items():
+            self.assertIn("tool %s is not listed: %s: %s" % (before, path, key), stderr)
+        for command in ("status", "check"):
+            out = subprocess.run(SERVER + [command, "--config", path], capture_output=True, text=True, timeout=WAIT,
+                                 env=self.env)  # from the listing serve cached
+            self.assertEqual(out.returncode, 1, out.stdout + out.stderr)
+            for before, (key, wanted) in keys.items():
+                self.assertIn("  %s: refused: %s: %s: `%s` is also the name of another tool" % (before, path, key, wanted),
+                              out.stdout)
+                self.assertNotRegex(out.stdout, r"\n  %s +\w+ of server ops" % wanted)  # not shown as curated
 
     def test_no_warning_before_a_slow_server_has_listed(self):
         # Nothing cached and a server slower than the listing's wait: its overrides are checked when it has
