@@ -12992,6 +12992,10 @@ class ConfigReload:
         self.instances.stop_servers(removed + report["restarted"], "its configuration changed")
         self.upstreams = new
         report["namespace"] = self.namespace.name
+        unusable = {sid: ManagerTools.shown(new[sid], spec.error) for sid, spec in specs.items()
+                    if spec.error and not spec.disabled and sid in new}
+        if unusable:  # a mistake in an entry (an override's typo): the one who reloads is told, not only the log
+            report["unusable"] = unusable
         if self.namespace.refusal:
             report["error"] = self.namespace.refusal.message
         self.log.debug("config reloaded: %s", json.dumps(report))
@@ -13397,6 +13401,11 @@ class Aggregator(Source):
         still starting when the tools were listed (past LIST_WAIT), or failed, which are started again (the
         user may have signed in meanwhile). True if one of them runs now, so the caller lists again; a
         failure is raised with its reason rather than "Unknown tool"."""
+        broken = [u for u in self.upstreams.values() if u.state == "misconfigured" and u.spec.prefix
+                  and name.startswith(u.spec.prefix + self.separator)]
+        if broken:  # its tools are gone until the file is fixed: the call says why, not just "Unknown tool"
+            raise McpError(INVALID_PARAMS, "Unknown tool: %s: server `%s` is not usable: %s" % (
+                name, broken[0].spec.id, ManagerTools.shown(broken[0], broken[0].spec.error)))
         owners = [u for u in self._active() if u.state in ("starting", "failed") and u.known() is None
                   and not u.user_stopped and (not u.spec.prefix or name.startswith(u.spec.prefix + self.separator))]
         if not owners:

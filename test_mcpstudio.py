@@ -14343,6 +14343,27 @@ class CurationTests(AggregatorCase):
             self.assertNotIn("gh__file_bug", names)
             self.assertIn('"org": "acme"', text_of(server.call("gh__report_bug", {"repo": "r", "summary": "s"})))
 
+    # A reload of a file with a typo in an override leaves that server unusable: the reload's answer says so (file,
+    # key, did-you-mean), a call to one of its tools says why it is gone, and the next good version serves it again.
+    def test_a_reload_with_a_mistaken_override_says_why(self):
+        data = self.team()
+        with self.serve(data) as server:
+            server.initialize()
+            self.assertIn('"org": "acme"', text_of(server.call("gh__file_bug", {"repo": "r", "summary": "s"})))
+            data["mcpServers"]["gh"]["overrides"]["create_issue"]["nmae"] = "bug"
+            path = self.write(data)
+            why = "%s: mcpServers.gh.overrides.create_issue.nmae: unknown key (did you mean `name`?)" % path
+            report = json.loads(text_of(server.call("mcpstudio__config_reload", {})))
+            self.assertEqual(report.get("unusable"), {"gh": why}, report)
+            for meta in (None, MODERN_META):
+                reply = server.request("tools/call", {"name": "gh__file_bug", "arguments": {}, "_meta": meta or {}})
+                self.assertEqual(reply["error"]["code"], -32602, reply)
+                self.assertIn("Unknown tool: gh__file_bug: server `gh` is not usable: %s" % why, reply["error"]["message"])
+            del data["mcpServers"]["gh"]["overrides"]["create_issue"]["nmae"]
+            self.write(data)
+            self.assertNotIn("unusable", json.loads(text_of(server.call("mcpstudio__config_reload", {}))))
+            self.assertIn('"org": "acme"', text_of(server.call("gh__file_bug", {"repo": "r", "summary": "s"})))
+
     # A cached answer belongs to the override that made it: a reload that changes a fixed value is not answered
     # from the cache of the old one (a fixed value is often what keeps a tool to a folder, a repository).
     def test_reload_of_a_fixed_value_is_not_answered_from_the_cache(self):
