@@ -13631,6 +13631,32 @@ def served_tool_count(plan: UpstreamPlan, namespace, listings, separator, local=
     return count
 
 
+def rename_collisions(plan: UpstreamPlan, namespace, listings, separator, reserved=()):
+    """{(server id, the tool's own name): why} of each rename serve's tools/list refuses in `namespace` since the
+    name it wants is another tool's (or in `reserved`: the manager tools'), against `listings` (id -> tools);
+    what status, check and the TUI's details show (a tool its schema refuses claims no name, as in serve)."""
+    members = plan.namespaces[namespace]["servers"] if namespace in plan.namespaces else None
+    shown = []  # (server id, own name, public name, the key that renamed it or None)
+    for spec in plan.specs:
+        if spec.disabled or spec.error or (members is not None and spec.id not in members):
+            continue
+        for tool in listings.get(spec.id, ()):
+            if plan.left_out(namespace, spec, tool["name"], separator) is not None:
+                continue
+            layers, public = plan.curation(namespace, spec, tool["name"], separator)
+            try:
+                if layers:
+                    CuratedTool(tool, layers, public)
+            except ConfigError:
+                continue
+            named = next((place for override, place, _ in reversed(layers) if "name" in override), None)
+            shown.append((spec.id, tool["name"], public if named else spec.public_name(tool["name"], separator),
+                          named and named + ".name"))
+    claimed = collections.Counter(name for _, _, name, _ in shown)
+    return {(sid, own): "%s: `%s` is also the name of another tool; choose another" % (renamed_by, name)
+            for sid, own, name, renamed_by in shown if renamed_by and (claimed[name] > 1 or name in reserved)}
+
+
 def local_tool_count(sources):
     """The tools of a config's own sources known before serving (script folders are scanned when served)."""
     return sum(len(source.tools) for source in sources if isinstance(source, TemplateTools))
@@ -18029,8 +18055,8 @@ def review_overrides(plan: UpstreamPlan, namespace, listings, separator, log: Lo
     each refused override (with the count of those). `reserved`: the names of the tools listed before the
     servers' (the manager tools), which no rename may take."""
     view = Namespace(None, separator, None, log, plan, namespace)
-    lines, refused, served, shown = [], 0, [], []
-    # shown: (public name, the key that renamed it or None, its name before the rename, its line or None)
+    lines, refused, served = [], 0, []
+    taken = rename_collisions(plan, namespace, listings, separator, reserved)
     for spec in plan.specs:
         if spec.id not in listings:
             continue
@@ -18041,23 +18067,19 @@ def review_overrides(plan: UpstreamPlan, namespace, listings, separator, log: Lo
             served.append(plan.curation(None, spec, tool["name"], separator)[1])
             if plan.left_out(namespace, spec, tool["name"], separator) is not None:
                 continue
+            before = spec.public_name(tool["name"], separator)
             try:
-                curated, public, renamed_by = view.curate(spec, tool)
+                curated, public, _ = view.curate(spec, tool)
             except ConfigError as exc:
-                shown.append((None, None, None, "  %s: refused: %s" % (spec.public_name(tool["name"], separator), exc)))
+                lines.append("  %s: refused: %s" % (before, exc))
                 refused += 1
                 continue
-            before = spec.public_name(tool["name"], separator)
-            shown.append((public if renamed_by else before, renamed_by, before, curated and "  %-32s %s of server %s%s" % (
-                public, tool["name"], spec.id, "; fixed: %s" % ", ".join(sorted(curated.fixed)) if curated.fixed else "")))
-    claimed = collections.Counter(name for name, *_ in shown)
-    for name, renamed_by, before, line in shown:
-        if renamed_by and (claimed[name] > 1 or name in reserved):  # as list_tools refuses it
-            lines.append("  %s: refused: %s: `%s` is also the name of another tool; choose another" % (
-                before, renamed_by, name))
-            refused += 1
-        elif line:
-            lines.append(line)
+            if (spec.id, tool["name"]) in taken:  # as list_tools refuses it: under the name it had
+                lines.append("  %s: refused: %s" % (before, taken[spec.id, tool["name"]]))
+                refused += 1
+            elif curated:
+                lines.append("  %-32s %s of server %s%s" % (public, tool["name"], spec.id, "; fixed: %s" % ", ".join(
+                    sorted(curated.fixed)) if curated.fixed else ""))
     overrides = (plan.namespaces.get(namespace) or {}).get("overrides")
     if overrides and served:
         view.unmatched(overrides, served, "namespace `%s`" % namespace, "against its servers' cached listings")
@@ -18465,6 +18487,9 @@ class Board:
         spec = self._spec(server_id)
         listing = self.listing(self.hub.upstreams.get(server_id)) or {}
         tools, running = [], list(RunningStats.running(self.path))
+        taken = rename_collisions(self.plan, self.shown, {other.id: _object(self.listing(self.hub.upstreams.get(
+            other.id))).get("tools", ()) for other in self.plan.specs}, self.hub.separator, {
+            MANAGER_PREFIX + self.hub.separator + tool[0] for tool in MANAGER_TOOLS})
         for tool in listing.get("tools", ()):
             shown, public, renamed = tool, spec.public_name(tool["name"], self.hub.separator), False
             try:  # as the shown namespace's tools/list gives it (overrides): its name, description and schema
@@ -18477,6 +18502,8 @@ class Board:
                     str(shown.get("description") or "").split())
             except ConfigError as exc:
                 description = "refused: %s" % exc
+            if (spec.id, tool["name"]) in taken:  # the name it wants is another tool's: serve refuses it
+                description, public, renamed = "refused: %s" % taken[spec.id, tool["name"]], tool["name"], False
             allowed = {ns: self.plan.left_out(ns, spec, tool["name"], self.hub.separator) is None
                        for ns, entry in self.plan.namespaces.items() if spec.id in entry["servers"]}
             tools.append({"name": tool["name"], "public": public if renamed else tool["name"],

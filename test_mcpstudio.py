@@ -14488,6 +14488,16 @@ class CurationTests(AggregatorCase):
                 self.assertIn("  %s: refused: %s: %s: `%s` is also the name of another tool" % (before, path, key, wanted),
                               out.stdout)
                 self.assertNotRegex(out.stdout, r"\n  %s +\w+ of server ops" % wanted)  # not shown as curated
+        from unittest import mock
+        with mock.patch.dict(os.environ, XDG_CACHE_HOME=self.env["XDG_CACHE_HOME"]):  # the TUI's details say so too
+            board = mcpstudio.Board(path, "work")
+            self.addCleanup(lambda: board.loop.close() if wait_until(lambda: not board.loop.is_running()) else None)
+            self.addCleanup(board.close)
+            tools = {tool["name"]: tool for tool in board.details("ops")["tools"]}  # from the listing cache
+        for before, (key, wanted) in keys.items():
+            own = before.split("__")[1]
+            self.assertEqual((tools[own]["public"], tools[own]["description"]), (own, "refused: %s: %s: `%s` is also the "
+                             "name of another tool; choose another" % (path, key, wanted)))
 
     def test_no_warning_before_a_slow_server_has_listed(self):
         # Nothing cached and a server slower than the listing's wait: its overrides are checked when it has
