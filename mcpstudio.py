@@ -8593,6 +8593,7 @@ class UpstreamSpec:
         self.args, self.env, self.headers = [], {}, {}
         self.allow, self.deny = [], []
         self.denied_tools = []  # mcp-studio's deniedTools: refused in every namespace
+        self.denied_place = ""  # "file: mcpServers.ID", the entry that holds them
         self.prefix = self.id   # tool and prompt names are <prefix><separator><name>; "" for bare names
         self.secrets = []
         self.notes = []  # what of the entry is accepted but not used, said once at startup
@@ -8671,13 +8672,32 @@ def _passes_any(names, allow, deny):
 class UpstreamPlan:
     """The upstream part of a config: servers (in file order), namespaces and their choice."""
 
-    def __init__(self, specs, namespaces, default, default_key, permissions=None):
+    def __init__(self, specs, namespaces, default, default_key, permissions=None, places=None):
         self.specs, self.namespaces, self.default, self.default_key = specs, namespaces, default, default_key
         self.permissions = permissions or {}  # (namespace, server id, tool) -> enabled: toolPermissions
+        self.places = places or {}  # the same keys -> "file: toolPermissions[i].toolName", for unmatched_rules
 
     def every_server(self):
         """This plan without its namespaces: every server, whichever namespace a client picks."""
-        return UpstreamPlan(self.specs, {}, None, self.default_key, self.permissions)
+        return UpstreamPlan(self.specs, {}, None, self.default_key, self.permissions, self.places)
+
+    def unmatched_rules(self, namespace, spec, tools, separator):
+        """[("file: key", tool name, [nearest names])] of `spec`'s deniedTools and of `namespace`'s toolPermissions
+        for it that name none of its listed `tools`, by its own name or its curated one (without the prefix, as
+        those rules name tools): a rule for a tool it does not have denies or allows nothing."""
+        import difflib
+        names = set()
+        for tool in tools:
+            curated = self.curation(namespace, spec, tool["name"], separator)[1] if spec.overrides or (
+                (self.namespaces.get(namespace) or {}).get("overrides")) else tool["name"]
+            names |= {tool["name"], curated[len(spec.prefix + separator):] if spec.prefix and curated.startswith(
+                spec.prefix + separator) else curated}
+        rules = [("%s[%d]" % (_join(spec.denied_place, "deniedTools"), index), name)
+                 for index, name in enumerate(spec.denied_tools)]
+        rules += [(self.places.get(key, "toolPermissions"), key[2]) for key in self.permissions
+                  if key[:2] == (namespace, spec.id)]
+        return [(place, name, difflib.get_close_matches(name, sorted(names), 3, 0.5))
+                for place, name in rules if name not in names]
 
     def denial(self, namespace, spec, tool, names=()):
         """Why `tool` of `spec` is denied in `namespace` (None: it is allowed); `names`: its curated name too.
@@ -8923,6 +8943,7 @@ def _read_server(loader, spec: UpstreamSpec, entry, where, base_timeout):
                            "(or \"session\"), so that each person's server gets theirs" % spec.person_names()[0])
     spec.allow, spec.deny = _read_filter(loader, entry, where)
     spec.denied_tools = loader.strings(entry, "deniedTools", where, "expected a list of tool names (strings)", [])
+    spec.denied_place = "%s: %s" % (loader.path, where)  # where deniedTools is (unmatched_rules names it)
     spec.overrides = _read_overrides(loader, entry, where)
     _read_oauth(loader, spec, entry, where)
 
@@ -8990,7 +9011,7 @@ def read_upstreams(loader, data, base_timeout) -> UpstreamPlan:
                             "deny_by_default": loader.get(entry, "denyByDefault", bool, where, False),
                             "tool_search": loader.choice(entry, "toolSearch", TOOL_SEARCH_MODES, where),
                             "server_defaults": defaults, "overrides": _read_overrides(loader, entry, where)}
-    permissions = {}
+    permissions, places = {}, {}
     for index, entry in enumerate(loader.get(data, "toolPermissions", list, "", [])):
         where = "toolPermissions[%d]" % index
         loader.keys(entry, _PERMISSION_KEYS, where)
@@ -9005,9 +9026,10 @@ def read_upstreams(loader, data, base_timeout) -> UpstreamPlan:
         enabled = loader.get(entry, "enabled", bool, where)
         if enabled is None:
             raise loader.error(where, "a tool permission needs `enabled`: true or false")
-        permissions[(values["namespace"], server_id(values["server"], _join(where, "server")), values["toolName"])] = enabled
+        key = (values["namespace"], server_id(values["server"], _join(where, "server")), values["toolName"])
+        permissions[key], places[key] = enabled, "%s: %s" % (loader.path, _join(where, "toolName"))
     default_key = "defaultNamespace" if "defaultNamespace" in data else "defaultNamespaceId"
-    return UpstreamPlan(specs, namespaces, loader.get(data, default_key, str, ""), default_key, permissions)
+    return UpstreamPlan(specs, namespaces, loader.get(data, default_key, str, ""), default_key, permissions, places)
 
 
 class ConfigLoader:
@@ -12357,6 +12379,15 @@ class Namespace:
                 self.log.warn_once("%s: %s lists no tool %s (checked %s); nearest: %s", place, what, json.dumps(pattern),
                                    checked, ", ".join(close) or "none")
 
+    def unmatched_rules(self, spec: UpstreamSpec, tools, checked):
+        """Warn (once) of each deniedTools or toolPermissions rule for `spec` that names none of its `tools`
+        (UpstreamPlan.unmatched_rules); `checked` says against which listing."""
+        for place, name, close in self.plan.unmatched_rules(self.name, spec, tools, self.separator):
+            hint = (" (a server's deniedTools and toolPermissions name its tools without the prefix `%s%s`)" % (
+                spec.prefix, self.separator) if spec.prefix and name.startswith(spec.prefix + self.separator) else "")
+            self.log.warn_once("%s: server `%s` lists no tool %s, so this rule denies or allows nothing (checked %s); "
+                               "nearest: %s%s", place, spec.id, json.dumps(name), checked, ", ".join(close) or "none", hint)
+
     def refused(self, name, reason):
         """Said once a run: `name` is not listed, an override of it being refused for `reason` (file and key)."""
         if (name, reason) not in self.said:
@@ -13256,9 +13287,11 @@ class Aggregator(Source):
         for upstream in sorted(self._active(), key=lambda u: not u.spec.prefix):  # prefixed names are claimed first
             spec, known = upstream.spec, upstream.known_items("tools")
             if upstream.known() is not None:  # no listing yet (never started, no cache): nothing to check against
+                checked = ("against the tools it listed when it started" if upstream.listing is not None
+                           else "against its cached listing; again when it starts")
                 self.namespace.unmatched(spec.overrides, [tool["name"] for tool in known], "server `%s`" % spec.id,
-                                         "against the tools it listed when it started" if upstream.listing is not None
-                                         else "against its cached listing; again when it starts")
+                                         checked)
+                self.namespace.unmatched_rules(spec, known, checked)
             for tool in known:
                 original = tool["name"]
                 name = spec.public_name(original, self.separator)
@@ -18063,6 +18096,7 @@ def review_overrides(plan: UpstreamPlan, namespace, listings, separator, log: Lo
         tools = listings[spec.id]
         view.unmatched(spec.overrides, [tool["name"] for tool in tools], "server `%s`" % spec.id,
                        "against its cached listing; `status --check` lists it again")
+        view.unmatched_rules(spec, tools, "against its cached listing; `status --check` lists it again")
         for tool in tools:
             served.append(plan.curation(None, spec, tool["name"], separator)[1])
             if plan.left_out(namespace, spec, tool["name"], separator) is not None:

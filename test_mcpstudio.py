@@ -14409,6 +14409,37 @@ class CurationTests(AggregatorCase):
                     else:
                         self.assertIn("Unknown tool", reply["error"]["message"])
 
+    # A deniedTools or toolPermissions name that is no tool of its server (the public name, prefix and all, as the
+    # model sees it; a typo) denies nothing: serve, status and check warn with the file, the key and the nearest
+    # names, and say the prefix is not part of these names. A rule by either real name is no warning.
+    def test_a_permission_naming_no_tool_is_a_warning(self):
+        data = self.team(toolPermissions=[{"namespace": "work", "server": "gh", "toolName": "gh__file_bug",
+                                           "enabled": False}])
+        data["mcpServers"]["gh"]["deniedTools"] = ["crash", "ech"]
+        path = self.write(data)
+        warnings = ['%s: toolPermissions[0].toolName: server `gh` lists no tool "gh__file_bug", so this rule denies or '
+                    'allows nothing (checked against ' % path,
+                    "nearest: file_bug (a server's deniedTools and toolPermissions name its tools without the prefix "
+                    "`gh__`)", '%s: mcpServers.gh.deniedTools[1]: server `gh` lists no tool "ech"' % path]
+        with self.serve(data) as server:
+            server.initialize()
+            names = [tool["name"] for tool in server.request("tools/list")["result"]["tools"]]
+            self.assertIn("gh__file_bug", names)  # the rule did nothing, as the warning says
+            self.assertNotIn("gh__crash", names)
+            stderr = server.stderr_when(lambda text: all(warning in text for warning in warnings))
+        self.assertNotIn('no tool "crash"', stderr)
+        for command in ("status", "check"):
+            out = subprocess.run(SERVER + [command, "--config", path], capture_output=True, text=True, timeout=WAIT,
+                                 env=self.env)  # against the listing serve cached
+            for warning in warnings:
+                self.assertIn(warning, out.stderr)
+        self.assertRegex(out.stdout, r"%s: loads, with \d+ warnings" % re.escape(path))
+        data["toolPermissions"][0]["toolName"] = "file_bug"  # its curated name, as these rules name it
+        data["mcpServers"]["gh"]["deniedTools"] = ["crash", "create_issue"]
+        out = subprocess.run(SERVER + ["check", "--config", self.write(data)], capture_output=True, text=True,
+                             timeout=WAIT, env=self.env)
+        self.assertNotIn("lists no tool", out.stderr)
+
     # Mistakes said at start: an override of a tool the server does not list is a warning (server, tool,
     # nearest names, against which listing); a colliding rename, a hidden required argument without a
     # value and a fixed value the schema refuses are refused with the file and key, in serve and status.
