@@ -12388,6 +12388,16 @@ class Namespace:
             self.log.warn_once("%s: server `%s` lists no tool %s, so this rule denies or allows nothing (checked %s); "
                                "nearest: %s%s", place, spec.id, json.dumps(name), checked, ", ".join(close) or "none", hint)
 
+    def doubled_prefixes(self, spec: UpstreamSpec):
+        """Warn (once) of each rename in `spec`'s overrides whose new name starts with the server's prefix: a server
+        entry's `name` is the tool's own name, so the prefix comes twice in what the model sees."""
+        head = spec.prefix + self.separator
+        for _, override, place in spec.overrides if spec.prefix else ():
+            if override.get("name", "").startswith(head):
+                self.log.warn_once("%s.name: a server entry's `name` is the tool's own name, and the prefix comes before "
+                                   "it: the model sees `%s`; write %s (a namespace's overrides name the whole public "
+                                   "name)", place, head + override["name"], json.dumps(override["name"][len(head):]))
+
     def refused(self, name, reason):
         """Said once a run: `name` is not listed, an override of it being refused for `reason` (file and key)."""
         if (name, reason) not in self.said:
@@ -13292,6 +13302,7 @@ class Aggregator(Source):
                 self.namespace.unmatched(spec.overrides, [tool["name"] for tool in known], "server `%s`" % spec.id,
                                          checked)
                 self.namespace.unmatched_rules(spec, known, checked)
+                self.namespace.doubled_prefixes(spec)
             for tool in known:
                 original = tool["name"]
                 name = spec.public_name(original, self.separator)
@@ -18097,6 +18108,7 @@ def review_overrides(plan: UpstreamPlan, namespace, listings, separator, log: Lo
         view.unmatched(spec.overrides, [tool["name"] for tool in tools], "server `%s`" % spec.id,
                        "against its cached listing; `status --check` lists it again")
         view.unmatched_rules(spec, tools, "against its cached listing; `status --check` lists it again")
+        view.doubled_prefixes(spec)
         for tool in tools:
             served.append(plan.curation(None, spec, tool["name"], separator)[1])
             if plan.left_out(namespace, spec, tool["name"], separator) is not None:

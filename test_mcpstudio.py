@@ -14440,6 +14440,25 @@ class CurationTests(AggregatorCase):
                              timeout=WAIT, env=self.env)
         self.assertNotIn("lists no tool", out.stderr)
 
+    # A server entry's rename written with the prefix (as a namespace's takes it) is served as written, the prefix
+    # twice, and serve and check say so, with the key and the name to write.
+    def test_a_server_rename_with_the_prefix_is_a_warning(self):
+        data = {"mcpServers": {"gh": dict(self.upstream("gh", "--issue-tool"), overrides={
+            "create_issue": {"name": "gh__file_bug"}, "echo": {"name": "say"}})}}
+        path = self.write(data)
+        warning = ("%s: mcpServers.gh.overrides.create_issue.name: a server entry's `name` is the tool's own name, and "
+                   "the prefix comes before it: the model sees `gh__gh__file_bug`; write \"file_bug\"" % path)
+        with self.serve(data) as server:
+            server.initialize()
+            names = [tool["name"] for tool in server.request("tools/list")["result"]["tools"]]
+            self.assertIn("gh__gh__file_bug", names)
+            self.assertIn("gh__say", names)
+            stderr = server.stderr_when(lambda text: warning in text)
+        self.assertNotIn("overrides.echo.name", stderr)
+        out = subprocess.run(SERVER + ["check", "--config", path], capture_output=True, text=True, timeout=WAIT,
+                             env=self.env)
+        self.assertIn(warning, out.stderr)
+
     # Mistakes said at start: an override of a tool the server does not list is a warning (server, tool,
     # nearest names, against which listing); a colliding rename, a hidden required argument without a
     # value and a fixed value the schema refuses are refused with the file and key, in serve and status.
