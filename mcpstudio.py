@@ -508,6 +508,11 @@ def validate(value, schema, where=""):
 _UNSAFE_NAME_CHARS = re.compile(r"[^A-Za-z0-9_-]")
 
 
+def client_spelling(name):
+    """`name` with each character strict clients reject made `_`: what safe_name makes of it before any cut."""
+    return _UNSAFE_NAME_CHARS.sub("_", name) or "tool"
+
+
 def safe_name(name, max_length=DEFAULT_MAX_NAME_LENGTH, taken=()):
     """Return `name` as a tool name strict clients accept: `^[A-Za-z0-9_-]{1,max_length}$`.
 
@@ -515,7 +520,7 @@ def safe_name(name, max_length=DEFAULT_MAX_NAME_LENGTH, taken=()):
     `taken`, is cut and given `_` plus six hex digits of a hash of the
     original, so the result is deterministic and distinct.
     """
-    clean = _UNSAFE_NAME_CHARS.sub("_", name) or "tool"
+    clean = client_spelling(name)
     if len(clean) <= max_length and clean not in taken:
         return clean
     salt = 0
@@ -8656,12 +8661,14 @@ class UpstreamSpec:
 # publishes the curated tool and a call is mapped back (arguments renamed,
 # fixed values added, defaults filled in) to what the server expects.
 
-def override_layers(overrides, name):
-    """The entries of `overrides` [(name or glob, override, "file: key")] that apply to `name`, as (override,
-    place, exact): globs in file order, then the entry of that exact name, so that its keys win."""
+def override_layers(overrides, name, *also):
+    """The entries of `overrides` [(name or glob, override, "file: key")] that apply to `name` (or to one of its
+    other spellings, `also`), as (override, place, exact): globs in file order, then the entry of that exact
+    name, so that its keys win."""
+    names = (name,) + also
     found = [(override, place, False) for pattern, override, place in overrides
-             if pattern != name and _match(name, [pattern])]
-    return found + [(override, place, True) for pattern, override, place in overrides if pattern == name]
+             if pattern not in names and any(_match(one, [pattern]) for one in names)]
+    return found + [(override, place, True) for pattern, override, place in overrides if pattern in names]
 
 
 def _passes_any(names, allow, deny):
@@ -8737,8 +8744,8 @@ class UpstreamPlan:
             entry and entry.get("overrides")) else public
         own = curated[len(spec.prefix + separator):] if spec.prefix and curated.startswith(spec.prefix + separator) \
             else curated  # the curated name as a server's rules name its tools: without its prefix
-        if not _passes_any({original, own}, spec.allow, spec.deny) or (
-                entry and not _passes_any({public, curated}, entry["allow"], entry["deny"])):
+        if not _passes_any({original, own}, spec.allow, spec.deny) or (entry and not _passes_any(
+                {public, curated, client_spelling(public), client_spelling(curated)}, entry["allow"], entry["deny"])):
             return ""
         return self.denial(namespace, spec, original, (own,))
 
@@ -8751,7 +8758,7 @@ class UpstreamPlan:
         own = next((override["name"] for override, _, _ in reversed(layers) if "name" in override), original)
         public = spec.public_name(own, separator)
         entry = self.namespaces.get(namespace) or {}
-        more = override_layers(entry.get("overrides") or (), public)
+        more = override_layers(entry.get("overrides") or (), public, client_spelling(public))  # as listed too
         return layers + more, next((override["name"] for override, _, _ in reversed(more) if "name" in override), public)
 
 
@@ -13306,8 +13313,8 @@ class Aggregator(Source):
             for tool in known:
                 original = tool["name"]
                 name = spec.public_name(original, self.separator)
-                served.append(self.namespace.plan.curation(None, spec, original, self.separator)[1] if spec.overrides
-                              else name)
+                given = self.namespace.plan.curation(None, spec, original, self.separator)[1] if spec.overrides else name
+                served += {given, client_spelling(given)}  # a namespace's key may spell it as it is listed
                 why = self.namespace.left_out(spec, original)
                 if why is None:
                     try:
@@ -18110,7 +18117,8 @@ def review_overrides(plan: UpstreamPlan, namespace, listings, separator, log: Lo
         view.unmatched_rules(spec, tools, "against its cached listing; `status --check` lists it again")
         view.doubled_prefixes(spec)
         for tool in tools:
-            served.append(plan.curation(None, spec, tool["name"], separator)[1])
+            given = plan.curation(None, spec, tool["name"], separator)[1]
+            served += {given, client_spelling(given)}  # a namespace's key may spell it as it is listed
             if plan.left_out(namespace, spec, tool["name"], separator) is not None:
                 continue
             before = spec.public_name(tool["name"], separator)

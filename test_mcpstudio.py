@@ -14440,6 +14440,29 @@ class CurationTests(AggregatorCase):
                              timeout=WAIT, env=self.env)
         self.assertNotIn("lists no tool", out.stderr)
 
+    # A tool whose upstream name has characters clients reject (`dotted.name/x`) is listed as `gh__dotted_name_x`:
+    # a namespace's override and its `tools` filter written for that name, the one the client sees, apply to it
+    # (they named only `gh__dotted.name/x`: the deny let the tool through, the override warned "lists no tool").
+    def test_a_namespace_names_a_tool_as_it_is_listed(self):
+        data = {"mcpServers": {"gh": self.upstream("gh"), "ops": self.upstream("ops")},
+                "namespaces": {"work": {"servers": ["gh", "ops"], "tools": {"deny": ["ops__dotted_name_x"]},
+                                        "overrides": {"gh__dotted_name_x": {"description": "Seen as listed."}}}}}
+        path = self.write(data)
+        with self.serve(data) as server:
+            server.initialize()
+            tools = {tool["name"]: tool for tool in server.request("tools/list")["result"]["tools"]}
+            self.assertEqual(tools["gh__dotted_name_x"]["description"], "[gh] Seen as listed.")
+            self.assertNotIn("ops__dotted_name_x", tools)
+            self.assertIn("ops__echo", tools)
+            reply = server.request("tools/call", {"name": "ops__dotted_name_x", "arguments": {}})
+            self.assertIn("Unknown tool", reply["error"]["message"])
+            stderr = server.stderr_when(lambda text: "servers: gh, ops" in text)
+        out = subprocess.run(SERVER + ["status", "--config", path], capture_output=True, text=True, timeout=WAIT,
+                             env=self.env)
+        self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
+        for text in (stderr, out.stderr):
+            self.assertNotIn("lists no tool", text)
+
     # A server entry's rename written with the prefix (as a namespace's takes it) is served as written, the prefix
     # twice, and serve and check say so, with the key and the name to write.
     def test_a_server_rename_with_the_prefix_is_a_warning(self):
