@@ -12458,7 +12458,7 @@ class ManagerTools:
         for tool in (known or {}).get("tools", ()) if up.spec.overrides or namespace.overrides() else ():
             layers, public = namespace.plan.curation(namespace.name, up.spec, tool["name"], namespace.separator)
             if layers and namespace.left_out(up.spec, tool["name"]) is None:
-                curated[public] = tool["name"]
+                curated[client_spelling(public)] = tool["name"]  # as tools/list names it
         return dict({
             "id": up.spec.id, "name": up.spec.key, "status": up.state, "pid": up.pid,
             "uptimeSeconds": round(time.time() - up.started_at, 1) if up.started_at and up.state == "running" else None,
@@ -18132,7 +18132,7 @@ def review_overrides(plan: UpstreamPlan, namespace, listings, separator, log: Lo
                 lines.append("  %s: refused: %s" % (before, taken[spec.id, tool["name"]]))
                 refused += 1
             elif curated:
-                lines.append("  %-32s %s of server %s%s" % (public, tool["name"], spec.id, "; fixed: %s" % ", ".join(
+                lines.append("  %-32s %s of server %s%s" % (client_spelling(public), tool["name"], spec.id, "; fixed: %s" % ", ".join(
                     sorted(curated.fixed)) if curated.fixed else ""))
     overrides = (plan.namespaces.get(namespace) or {}).get("overrides")
     if overrides and served:

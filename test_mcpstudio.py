@@ -14456,10 +14456,13 @@ class CurationTests(AggregatorCase):
             self.assertIn("ops__echo", tools)
             reply = server.request("tools/call", {"name": "ops__dotted_name_x", "arguments": {}})
             self.assertIn("Unknown tool", reply["error"]["message"])
+            listed = server.call("mcpstudio__servers_list", {})["structuredContent"]["servers"]
+            self.assertEqual(listed[0]["curatedTools"], {"gh__dotted_name_x": "dotted.name/x"})  # as tools/list names it
             stderr = server.stderr_when(lambda text: "servers: gh, ops" in text)
         out = subprocess.run(SERVER + ["status", "--config", path], capture_output=True, text=True, timeout=WAIT,
                              env=self.env)
         self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
+        self.assertRegex(out.stdout, r"\n  gh__dotted_name_x +dotted\.name/x of server gh\n")
         for text in (stderr, out.stderr):
             self.assertNotIn("lists no tool", text)
 
