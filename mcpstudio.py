@@ -12245,8 +12245,11 @@ class CuratedTool:
             if name not in schema.get("properties", {}) and (name in self.hidden or name in self.renamed.values()):
                 unknown = "`%s` is not a known argument" % name  # what `"additionalProperties": false` says (validate)
                 problems = [problem for problem in problems if problem != unknown]
-                problems.append("`%s` is not an argument of this tool%s" % (name, " (its value is fixed)" if name in
-                                                                           self.fixed else ""))
+                now = next((public for public, argument in self.renamed.items() if argument == name), None)
+                why = " (its value is fixed)" if name in self.fixed else ""
+                if not why and now in schema.get("properties", {}):  # the server's name of a renamed argument
+                    why = " (it is called `%s` here)" % now
+                problems.append("`%s` is not an argument of this tool%s" % (name, why))
         if problems:
             raise ToolError(_argument_help(self.tool["name"], problems, schema))
         sent = {self.renamed.get(name, name): value for name, value in dict(self.defaults, **given).items()}

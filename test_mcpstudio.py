@@ -14263,6 +14263,8 @@ class CurationTests(AggregatorCase):
         self.assertIn("`org` is not an argument of this tool (its value is fixed)", text_of(refused))
         wrong = server.call("gh__file_bug", {"repo": "web", "summary": 3}, meta=meta)
         self.assertIn("`summary` must be string", text_of(wrong))
+        renamed = server.call("gh__file_bug", {"repo": "web", "title": "x"}, meta=meta)  # the server's own name
+        self.assertIn("`title` is not an argument of this tool (it is called `summary` here)", text_of(renamed))
         old = server.request("tools/call", {"name": "gh__create_issue", "arguments": {}, "_meta": meta or {}})
         self.assertIn("Unknown tool: gh__create_issue", old["error"]["message"])
         self.assertEqual(text_of(server.call("read_env", {"name": "NO_SUCH_VAR"}, meta=meta)), "<unset>")
