@@ -509,6 +509,11 @@ def validate(value, schema, where=""):
 _UNSAFE_NAME_CHARS = re.compile(r"[^A-Za-z0-9_-]")
 
 
+def client_spelling(name):
+    """`name` with each character strict clients reject made `_`: what safe_name makes of it before any cut."""
+    return _UNSAFE_NAME_CHARS.sub("_", name) or "tool"
+
+
 def safe_name(name, max_length=DEFAULT_MAX_NAME_LENGTH, taken=()):
     """Return `name` as a tool name strict clients accept: `^[A-Za-z0-9_-]{1,max_length}$`.
 
@@ -516,7 +521,7 @@ def safe_name(name, max_length=DEFAULT_MAX_NAME_LENGTH, taken=()):
     `taken`, is cut and given `_` plus six hex digits of a hash of the
     original, so the result is deterministic and distinct.
     """
-    clean = _UNSAFE_NAME_CHARS.sub("_", name) or "tool"
+    clean = client_spelling(name)
     if len(clean) <= max_length and clean not in taken:
         return clean
     salt = 0
@@ -8621,6 +8626,7 @@ class UpstreamSpec:
         self.args, self.env, self.headers = [], {}, {}
         self.allow, self.deny = [], []
         self.denied_tools = []  # mcp-studio's deniedTools: refused in every namespace
+        self.denied_place = ""  # "file: mcpServers.ID", the entry that holds them
         self.prefix = self.id   # tool and prompt names are <prefix><separator><name>; "" for bare names
         self.secrets = []
         self.notes = []  # what of the entry is accepted but not used, said once at startup
@@ -8683,12 +8689,14 @@ class UpstreamSpec:
 # publishes the curated tool and a call is mapped back (arguments renamed,
 # fixed values added, defaults filled in) to what the server expects.
 
-def override_layers(overrides, name):
-    """The entries of `overrides` [(name or glob, override, "file: key")] that apply to `name`, as (override,
-    place, exact): globs in file order, then the entry of that exact name, so that its keys win."""
+def override_layers(overrides, name, *also):
+    """The entries of `overrides` [(name or glob, override, "file: key")] that apply to `name` (or to one of its
+    other spellings, `also`), as (override, place, exact): globs in file order, then the entry of that exact
+    name, so that its keys win."""
+    names = (name,) + also
     found = [(override, place, False) for pattern, override, place in overrides
-             if pattern != name and _match(name, [pattern])]
-    return found + [(override, place, True) for pattern, override, place in overrides if pattern == name]
+             if pattern not in names and any(_match(one, [pattern]) for one in names)]
+    return found + [(override, place, True) for pattern, override, place in overrides if pattern in names]
 
 
 def _passes_any(names, allow, deny):
@@ -8699,13 +8707,32 @@ def _passes_any(names, allow, deny):
 class UpstreamPlan:
     """The upstream part of a config: servers (in file order), namespaces and their choice."""
 
-    def __init__(self, specs, namespaces, default, default_key, permissions=None):
+    def __init__(self, specs, namespaces, default, default_key, permissions=None, places=None):
         self.specs, self.namespaces, self.default, self.default_key = specs, namespaces, default, default_key
         self.permissions = permissions or {}  # (namespace, server id, tool) -> enabled: toolPermissions
+        self.places = places or {}  # the same keys -> "file: toolPermissions[i].toolName", for unmatched_rules
 
     def every_server(self):
         """This plan without its namespaces: every server, whichever namespace a client picks."""
-        return UpstreamPlan(self.specs, {}, None, self.default_key, self.permissions)
+        return UpstreamPlan(self.specs, {}, None, self.default_key, self.permissions, self.places)
+
+    def unmatched_rules(self, namespace, spec, tools, separator):
+        """[("file: key", tool name, [nearest names])] of `spec`'s deniedTools and of `namespace`'s toolPermissions
+        for it that name none of its listed `tools`, by its own name or its curated one (without the prefix, as
+        those rules name tools): a rule for a tool it does not have denies or allows nothing."""
+        import difflib
+        names = set()
+        for tool in tools:
+            curated = self.curation(namespace, spec, tool["name"], separator)[1] if spec.overrides or (
+                (self.namespaces.get(namespace) or {}).get("overrides")) else tool["name"]
+            names |= {tool["name"], curated[len(spec.prefix + separator):] if spec.prefix and curated.startswith(
+                spec.prefix + separator) else curated}
+        rules = [("%s[%d]" % (_join(spec.denied_place, "deniedTools"), index), name)
+                 for index, name in enumerate(spec.denied_tools)]
+        rules += [(self.places.get(key, "toolPermissions"), key[2]) for key in self.permissions
+                  if key[:2] == (namespace, spec.id)]
+        return [(place, name, difflib.get_close_matches(name, sorted(names), 3, 0.5))
+                for place, name in rules if name not in names]
 
     def denial(self, namespace, spec, tool, names=()):
         """Why `tool` of `spec` is denied in `namespace` (None: it is allowed); `names`: its curated name too.
@@ -8745,8 +8772,8 @@ class UpstreamPlan:
             entry and entry.get("overrides")) else public
         own = curated[len(spec.prefix + separator):] if spec.prefix and curated.startswith(spec.prefix + separator) \
             else curated  # the curated name as a server's rules name its tools: without its prefix
-        if not _passes_any({original, own}, spec.allow, spec.deny) or (
-                entry and not _passes_any({public, curated}, entry["allow"], entry["deny"])):
+        if not _passes_any({original, own}, spec.allow, spec.deny) or (entry and not _passes_any(
+                {public, curated, client_spelling(public), client_spelling(curated)}, entry["allow"], entry["deny"])):
             return ""
         return self.denial(namespace, spec, original, (own,))
 
@@ -8759,7 +8786,7 @@ class UpstreamPlan:
         own = next((override["name"] for override, _, _ in reversed(layers) if "name" in override), original)
         public = spec.public_name(own, separator)
         entry = self.namespaces.get(namespace) or {}
-        more = override_layers(entry.get("overrides") or (), public)
+        more = override_layers(entry.get("overrides") or (), public, client_spelling(public))  # as listed too
         return layers + more, next((override["name"] for override, _, _ in reversed(more) if "name" in override), public)
 
 
@@ -8951,6 +8978,7 @@ def _read_server(loader, spec: UpstreamSpec, entry, where, base_timeout):
                            "(or \"session\"), so that each person's server gets theirs" % spec.person_names()[0])
     spec.allow, spec.deny = _read_filter(loader, entry, where)
     spec.denied_tools = loader.strings(entry, "deniedTools", where, "expected a list of tool names (strings)", [])
+    spec.denied_place = "%s: %s" % (loader.path, where)  # where deniedTools is (unmatched_rules names it)
     spec.overrides = _read_overrides(loader, entry, where)
     _read_oauth(loader, spec, entry, where)
 
@@ -9018,7 +9046,7 @@ def read_upstreams(loader, data, base_timeout) -> UpstreamPlan:
                             "deny_by_default": loader.get(entry, "denyByDefault", bool, where, False),
                             "tool_search": loader.choice(entry, "toolSearch", TOOL_SEARCH_MODES, where),
                             "server_defaults": defaults, "overrides": _read_overrides(loader, entry, where)}
-    permissions = {}
+    permissions, places = {}, {}
     for index, entry in enumerate(loader.get(data, "toolPermissions", list, "", [])):
         where = "toolPermissions[%d]" % index
         loader.keys(entry, _PERMISSION_KEYS, where)
@@ -9033,9 +9061,10 @@ def read_upstreams(loader, data, base_timeout) -> UpstreamPlan:
         enabled = loader.get(entry, "enabled", bool, where)
         if enabled is None:
             raise loader.error(where, "a tool permission needs `enabled`: true or false")
-        permissions[(values["namespace"], server_id(values["server"], _join(where, "server")), values["toolName"])] = enabled
+        key = (values["namespace"], server_id(values["server"], _join(where, "server")), values["toolName"])
+        permissions[key], places[key] = enabled, "%s: %s" % (loader.path, _join(where, "toolName"))
     default_key = "defaultNamespace" if "defaultNamespace" in data else "defaultNamespaceId"
-    return UpstreamPlan(specs, namespaces, loader.get(data, default_key, str, ""), default_key, permissions)
+    return UpstreamPlan(specs, namespaces, loader.get(data, default_key, str, ""), default_key, permissions, places)
 
 
 class ConfigLoader:
@@ -12244,8 +12273,11 @@ class CuratedTool:
             if name not in schema.get("properties", {}) and (name in self.hidden or name in self.renamed.values()):
                 unknown = "`%s` is not a known argument" % name  # what `"additionalProperties": false` says (validate)
                 problems = [problem for problem in problems if problem != unknown]
-                problems.append("`%s` is not an argument of this tool%s" % (name, " (its value is fixed)" if name in
-                                                                           self.fixed else ""))
+                now = next((public for public, argument in self.renamed.items() if argument == name), None)
+                why = " (its value is fixed)" if name in self.fixed else ""
+                if not why and now in schema.get("properties", {}):  # the server's name of a renamed argument
+                    why = " (it is called `%s` here)" % now
+                problems.append("`%s` is not an argument of this tool%s" % (name, why))
         if problems:
             raise ToolError(_argument_help(self.tool["name"], problems, schema))
         sent = {self.renamed.get(name, name): value for name, value in dict(self.defaults, **given).items()}
@@ -12385,6 +12417,25 @@ class Namespace:
                 self.log.warn_once("%s: %s lists no tool %s (checked %s); nearest: %s", place, what, json.dumps(pattern),
                                    checked, ", ".join(close) or "none")
 
+    def unmatched_rules(self, spec: UpstreamSpec, tools, checked):
+        """Warn (once) of each deniedTools or toolPermissions rule for `spec` that names none of its `tools`
+        (UpstreamPlan.unmatched_rules); `checked` says against which listing."""
+        for place, name, close in self.plan.unmatched_rules(self.name, spec, tools, self.separator):
+            hint = (" (a server's deniedTools and toolPermissions name its tools without the prefix `%s%s`)" % (
+                spec.prefix, self.separator) if spec.prefix and name.startswith(spec.prefix + self.separator) else "")
+            self.log.warn_once("%s: server `%s` lists no tool %s, so this rule denies or allows nothing (checked %s); "
+                               "nearest: %s%s", place, spec.id, json.dumps(name), checked, ", ".join(close) or "none", hint)
+
+    def doubled_prefixes(self, spec: UpstreamSpec):
+        """Warn (once) of each rename in `spec`'s overrides whose new name starts with the server's prefix: a server
+        entry's `name` is the tool's own name, so the prefix comes twice in what the model sees."""
+        head = spec.prefix + self.separator
+        for _, override, place in spec.overrides if spec.prefix else ():
+            if override.get("name", "").startswith(head):
+                self.log.warn_once("%s.name: a server entry's `name` is the tool's own name, and the prefix comes before "
+                                   "it: the model sees `%s`; write %s (a namespace's overrides name the whole public "
+                                   "name)", place, head + override["name"], json.dumps(override["name"][len(head):]))
+
     def refused(self, name, reason):
         """Said once a run: `name` is not listed, an override of it being refused for `reason` (file and key)."""
         if (name, reason) not in self.said:
@@ -12438,7 +12489,7 @@ class ManagerTools:
         for tool in (known or {}).get("tools", ()) if up.spec.overrides or namespace.overrides() else ():
             layers, public = namespace.plan.curation(namespace.name, up.spec, tool["name"], namespace.separator)
             if layers and namespace.left_out(up.spec, tool["name"]) is None:
-                curated[public] = tool["name"]
+                curated[client_spelling(public)] = tool["name"]  # as tools/list names it
         return dict({
             "id": up.spec.id, "name": up.spec.key, "status": up.state, "pid": up.pid,
             "uptimeSeconds": round(time.time() - up.started_at, 1) if up.started_at and up.state == "running" else None,
@@ -13020,6 +13071,10 @@ class ConfigReload:
         self.instances.stop_servers(removed + report["restarted"], "its configuration changed")
         self.upstreams = new
         report["namespace"] = self.namespace.name
+        unusable = {sid: ManagerTools.shown(new[sid], spec.error) for sid, spec in specs.items()
+                    if spec.error and not spec.disabled and sid in new}
+        if unusable:  # a mistake in an entry (an override's typo): the one who reloads is told, not only the log
+            report["unusable"] = unusable
         if self.namespace.refusal:
             report["error"] = self.namespace.refusal.message
         self.log.debug("config reloaded: %s", json.dumps(report))
@@ -13283,14 +13338,17 @@ class Aggregator(Source):
         for upstream in sorted(self._active(), key=lambda u: not u.spec.prefix):  # prefixed names are claimed first
             spec, known = upstream.spec, upstream.known_items("tools")
             if upstream.known() is not None:  # no listing yet (never started, no cache): nothing to check against
+                checked = ("against the tools it listed when it started" if upstream.listing is not None
+                           else "against its cached listing; again when it starts")
                 self.namespace.unmatched(spec.overrides, [tool["name"] for tool in known], "server `%s`" % spec.id,
-                                         "against the tools it listed when it started" if upstream.listing is not None
-                                         else "against its cached listing; again when it starts")
+                                         checked)
+                self.namespace.unmatched_rules(spec, known, checked)
+                self.namespace.doubled_prefixes(spec)
             for tool in known:
                 original = tool["name"]
                 name = spec.public_name(original, self.separator)
-                served.append(self.namespace.plan.curation(None, spec, original, self.separator)[1] if spec.overrides
-                              else name)
+                given = self.namespace.plan.curation(None, spec, original, self.separator)[1] if spec.overrides else name
+                served += {given, client_spelling(given)}  # a namespace's key may spell it as it is listed
                 why = self.namespace.left_out(spec, original)
                 if why is None:
                     try:
@@ -13308,8 +13366,10 @@ class Aggregator(Source):
             original = tool["name"]
             if renamed_by and (name in table or claimed[name] > 1):  # a new name must be free: refused, never renamed
                 why = "%s: `%s` is also the name of another tool; choose another" % (renamed_by, name)
-                self.namespace.refused(name, why)
+                before = upstream.spec.public_name(original, self.separator)
+                self.namespace.refused(before, why)
                 denied.setdefault(name, why)
+                denied.setdefault(before, why)  # a call by the name it had is told why, as a refused override's is
                 continue
             if name in table:  # never shadowed: the later one is renamed
                 name = self.namespace.rename(upstream.spec, original, table)
@@ -13426,6 +13486,11 @@ class Aggregator(Source):
         still starting when the tools were listed (past LIST_WAIT), or failed, which are started again (the
         user may have signed in meanwhile). True if one of them runs now, so the caller lists again; a
         failure is raised with its reason rather than "Unknown tool"."""
+        broken = [u for u in self.upstreams.values() if u.state == "misconfigured" and u.spec.prefix
+                  and name.startswith(u.spec.prefix + self.separator)]
+        if broken:  # its tools are gone until the file is fixed: the call says why, not just "Unknown tool"
+            raise McpError(INVALID_PARAMS, "Unknown tool: %s: server `%s` is not usable: %s" % (
+                name, broken[0].spec.id, ManagerTools.shown(broken[0], broken[0].spec.error)))
         owners = [u for u in self._active() if u.state in ("starting", "failed") and u.known() is None
                   and not u.user_stopped and (not u.spec.prefix or name.startswith(u.spec.prefix + self.separator))]
         if not owners:
@@ -13649,6 +13714,32 @@ def served_tool_count(plan: UpstreamPlan, namespace, listings, separator, local=
         if not spec.disabled and not spec.error and (members is None or spec.id in members):
             count += sum(plan.left_out(namespace, spec, name, separator) is None for name in listings.get(spec.id, ()))
     return count
+
+
+def rename_collisions(plan: UpstreamPlan, namespace, listings, separator, reserved=()):
+    """{(server id, the tool's own name): why} of each rename serve's tools/list refuses in `namespace` since the
+    name it wants is another tool's (or in `reserved`: the manager tools'), against `listings` (id -> tools);
+    what status, check and the TUI's details show (a tool its schema refuses claims no name, as in serve)."""
+    members = plan.namespaces[namespace]["servers"] if namespace in plan.namespaces else None
+    shown = []  # (server id, own name, public name, the key that renamed it or None)
+    for spec in plan.specs:
+        if spec.disabled or spec.error or (members is not None and spec.id not in members):
+            continue
+        for tool in listings.get(spec.id, ()):
+            if plan.left_out(namespace, spec, tool["name"], separator) is not None:
+                continue
+            layers, public = plan.curation(namespace, spec, tool["name"], separator)
+            try:
+                if layers:
+                    CuratedTool(tool, layers, public)
+            except ConfigError:
+                continue
+            named = next((place for override, place, _ in reversed(layers) if "name" in override), None)
+            shown.append((spec.id, tool["name"], public if named else spec.public_name(tool["name"], separator),
+                          named and named + ".name"))
+    claimed = collections.Counter(name for _, _, name, _ in shown)
+    return {(sid, own): "%s: `%s` is also the name of another tool; choose another" % (renamed_by, name)
+            for sid, own, name, renamed_by in shown if renamed_by and (claimed[name] > 1 or name in reserved)}
 
 
 def local_tool_count(sources):
@@ -18110,38 +18201,40 @@ def _check_verdict(problems, warnings):
 STATUS_STATE_WIDTH = 44  # the widest state `status` puts in its table; a longer one follows the table
 
 
-def review_overrides(plan: UpstreamPlan, namespace, listings, separator, log: Log):
+def review_overrides(plan: UpstreamPlan, namespace, listings, separator, log: Log, reserved=()):
     """What `serve` would say of the overrides of `namespace` against `listings` ({server id: its cached
     tools}): overrides naming no listed tool (warnings on stderr), and a line for each curated tool and
-    each refused override (with the count of those)."""
+    each refused override (with the count of those). `reserved`: the names of the tools listed before the
+    servers' (the manager tools), which no rename may take."""
     view = Namespace(None, separator, None, log, plan, namespace)
-    lines, refused, served, shown = [], 0, [], []  # shown: (public name, the key that renamed it or None)
+    lines, refused, served = [], 0, []
+    taken = rename_collisions(plan, namespace, listings, separator, reserved)
     for spec in plan.specs:
         if spec.id not in listings:
             continue
         tools = listings[spec.id]
         view.unmatched(spec.overrides, [tool["name"] for tool in tools], "server `%s`" % spec.id,
                        "against its cached listing; `status --check` lists it again")
+        view.unmatched_rules(spec, tools, "against its cached listing; `status --check` lists it again")
+        view.doubled_prefixes(spec)
         for tool in tools:
-            served.append(plan.curation(None, spec, tool["name"], separator)[1])
+            given = plan.curation(None, spec, tool["name"], separator)[1]
+            served += {given, client_spelling(given)}  # a namespace's key may spell it as it is listed
             if plan.left_out(namespace, spec, tool["name"], separator) is not None:
                 continue
+            before = spec.public_name(tool["name"], separator)
             try:
-                curated, public, renamed_by = view.curate(spec, tool)
+                curated, public, _ = view.curate(spec, tool)
             except ConfigError as exc:
-                lines.append("  %s: refused: %s" % (spec.public_name(tool["name"], separator), exc))
+                lines.append("  %s: refused: %s" % (before, exc))
                 refused += 1
                 continue
-            shown.append((public if renamed_by else spec.public_name(tool["name"], separator), renamed_by))
-            if curated:
-                lines.append("  %-32s %s of server %s%s" % (public, tool["name"], spec.id, "; fixed: %s" % ", ".join(
+            if (spec.id, tool["name"]) in taken:  # as list_tools refuses it: under the name it had
+                lines.append("  %s: refused: %s" % (before, taken[spec.id, tool["name"]]))
+                refused += 1
+            elif curated:
+                lines.append("  %-32s %s of server %s%s" % (client_spelling(public), tool["name"], spec.id, "; fixed: %s" % ", ".join(
                     sorted(curated.fixed)) if curated.fixed else ""))
-    claimed = collections.Counter(name for name, _ in shown)
-    for name, renamed_by in shown:
-        if renamed_by and claimed[name] > 1:  # as list_tools refuses it
-            lines.append("  %s: refused: %s: `%s` is also the name of another tool; choose another" % (
-                name, renamed_by, name))
-            refused += 1
     overrides = (plan.namespaces.get(namespace) or {}).get("overrides")
     if overrides and served:
         view.unmatched(overrides, served, "namespace `%s`" % namespace, "against its servers' cached listings")
@@ -18247,7 +18340,8 @@ def print_status(path, plan: UpstreamPlan, requested, checks=None, log=None, sea
                                                 "every signed-in person")))
     else:
         print("\ntools: %s" % summary(None, None))
-    curated, refused = review_overrides(plan, namespace, listings, separator, log) if not error else ([], 0)
+    reserved = {MANAGER_PREFIX + separator + tool[0] for tool in MANAGER_TOOLS} if manager and plan.specs else ()
+    curated, refused = review_overrides(plan, namespace, listings, separator, log, reserved) if not error else ([], 0)
     if curated:
         print("\ncurated tools (overrides, as cached listings show them):")
         print("\n".join(curated))
@@ -18548,6 +18642,9 @@ class Board:
         spec = self._spec(server_id)
         listing = self.listing(self.hub.upstreams.get(server_id)) or {}
         tools, running = [], list(RunningStats.running(self.path))
+        taken = rename_collisions(self.plan, self.shown, {other.id: _object(self.listing(self.hub.upstreams.get(
+            other.id))).get("tools", ()) for other in self.plan.specs}, self.hub.separator, {
+            MANAGER_PREFIX + self.hub.separator + tool[0] for tool in MANAGER_TOOLS})
         for tool in listing.get("tools", ()):
             shown, public, renamed = tool, spec.public_name(tool["name"], self.hub.separator), False
             try:  # as the shown namespace's tools/list gives it (overrides): its name, description and schema
@@ -18560,6 +18657,8 @@ class Board:
                     str(shown.get("description") or "").split())
             except ConfigError as exc:
                 description = "refused: %s" % exc
+            if (spec.id, tool["name"]) in taken:  # the name it wants is another tool's: serve refuses it
+                description, public, renamed = "refused: %s" % taken[spec.id, tool["name"]], tool["name"], False
             allowed = {ns: self.plan.left_out(ns, spec, tool["name"], self.hub.separator) is None
                        for ns, entry in self.plan.namespaces.items() if spec.id in entry["servers"]}
             tools.append({"name": tool["name"], "public": public if renamed else tool["name"],

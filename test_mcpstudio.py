@@ -14317,6 +14317,8 @@ class CurationTests(AggregatorCase):
         self.assertIn("`org` is not an argument of this tool (its value is fixed)", text_of(refused))
         wrong = server.call("gh__file_bug", {"repo": "web", "summary": 3}, meta=meta)
         self.assertIn("`summary` must be string", text_of(wrong))
+        renamed = server.call("gh__file_bug", {"repo": "web", "title": "x"}, meta=meta)  # the server's own name
+        self.assertIn("`title` is not an argument of this tool (it is called `summary` here)", text_of(renamed))
         old = server.request("tools/call", {"name": "gh__create_issue", "arguments": {}, "_meta": meta or {}})
         self.assertIn("Unknown tool: gh__create_issue", old["error"]["message"])
         self.assertEqual(text_of(server.call("read_env", {"name": "NO_SUCH_VAR"}, meta=meta)), "<unset>")
@@ -14397,6 +14399,27 @@ class CurationTests(AggregatorCase):
             self.assertNotIn("gh__file_bug", names)
             self.assertIn('"org": "acme"', text_of(server.call("gh__report_bug", {"repo": "r", "summary": "s"})))
 
+    # A reload of a file with a typo in an override leaves that server unusable: the reload's answer says so (file,
+    # key, did-you-mean), a call to one of its tools says why it is gone, and the next good version serves it again.
+    def test_a_reload_with_a_mistaken_override_says_why(self):
+        data = self.team()
+        with self.serve(data) as server:
+            server.initialize()
+            self.assertIn('"org": "acme"', text_of(server.call("gh__file_bug", {"repo": "r", "summary": "s"})))
+            data["mcpServers"]["gh"]["overrides"]["create_issue"]["nmae"] = "bug"
+            path = self.write(data)
+            why = "%s: mcpServers.gh.overrides.create_issue.nmae: unknown key (did you mean `name`?)" % path
+            report = json.loads(text_of(server.call("mcpstudio__config_reload", {})))
+            self.assertEqual(report.get("unusable"), {"gh": why}, report)
+            for meta in (None, MODERN_META):
+                reply = server.request("tools/call", {"name": "gh__file_bug", "arguments": {}, "_meta": meta or {}})
+                self.assertEqual(reply["error"]["code"], -32602, reply)
+                self.assertIn("Unknown tool: gh__file_bug: server `gh` is not usable: %s" % why, reply["error"]["message"])
+            del data["mcpServers"]["gh"]["overrides"]["create_issue"]["nmae"]
+            self.write(data)
+            self.assertNotIn("unusable", json.loads(text_of(server.call("mcpstudio__config_reload", {}))))
+            self.assertIn('"org": "acme"', text_of(server.call("gh__file_bug", {"repo": "r", "summary": "s"})))
+
     # A cached answer belongs to the override that made it: a reload that changes a fixed value is not answered
     # from the cache of the old one (a fixed value is often what keeps a tool to a folder, a repository).
     def test_reload_of_a_fixed_value_is_not_answered_from_the_cache(self):
@@ -14442,6 +14465,82 @@ class CurationTests(AggregatorCase):
                     else:
                         self.assertIn("Unknown tool", reply["error"]["message"])
 
+    # A deniedTools or toolPermissions name that is no tool of its server (the public name, prefix and all, as the
+    # model sees it; a typo) denies nothing: serve, status and check warn with the file, the key and the nearest
+    # names, and say the prefix is not part of these names. A rule by either real name is no warning.
+    def test_a_permission_naming_no_tool_is_a_warning(self):
+        data = self.team(toolPermissions=[{"namespace": "work", "server": "gh", "toolName": "gh__file_bug",
+                                           "enabled": False}])
+        data["mcpServers"]["gh"]["deniedTools"] = ["crash", "ech"]
+        path = self.write(data)
+        warnings = ['%s: toolPermissions[0].toolName: server `gh` lists no tool "gh__file_bug", so this rule denies or '
+                    'allows nothing (checked against ' % path,
+                    "nearest: file_bug (a server's deniedTools and toolPermissions name its tools without the prefix "
+                    "`gh__`)", '%s: mcpServers.gh.deniedTools[1]: server `gh` lists no tool "ech"' % path]
+        with self.serve(data) as server:
+            server.initialize()
+            names = [tool["name"] for tool in server.request("tools/list")["result"]["tools"]]
+            self.assertIn("gh__file_bug", names)  # the rule did nothing, as the warning says
+            self.assertNotIn("gh__crash", names)
+            stderr = server.stderr_when(lambda text: all(warning in text for warning in warnings))
+        self.assertNotIn('no tool "crash"', stderr)
+        for command in ("status", "check"):
+            out = subprocess.run(SERVER + [command, "--config", path], capture_output=True, text=True, timeout=WAIT,
+                                 env=self.env)  # against the listing serve cached
+            for warning in warnings:
+                self.assertIn(warning, out.stderr)
+        self.assertRegex(out.stdout, r"%s: loads, with \d+ warnings" % re.escape(path))
+        data["toolPermissions"][0]["toolName"] = "file_bug"  # its curated name, as these rules name it
+        data["mcpServers"]["gh"]["deniedTools"] = ["crash", "create_issue"]
+        out = subprocess.run(SERVER + ["check", "--config", self.write(data)], capture_output=True, text=True,
+                             timeout=WAIT, env=self.env)
+        self.assertNotIn("lists no tool", out.stderr)
+
+    # A tool whose upstream name has characters clients reject (`dotted.name/x`) is listed as `gh__dotted_name_x`:
+    # a namespace's override and its `tools` filter written for that name, the one the client sees, apply to it
+    # (they named only `gh__dotted.name/x`: the deny let the tool through, the override warned "lists no tool").
+    def test_a_namespace_names_a_tool_as_it_is_listed(self):
+        data = {"mcpServers": {"gh": self.upstream("gh"), "ops": self.upstream("ops")},
+                "namespaces": {"work": {"servers": ["gh", "ops"], "tools": {"deny": ["ops__dotted_name_x"]},
+                                        "overrides": {"gh__dotted_name_x": {"description": "Seen as listed."}}}}}
+        path = self.write(data)
+        with self.serve(data) as server:
+            server.initialize()
+            tools = {tool["name"]: tool for tool in server.request("tools/list")["result"]["tools"]}
+            self.assertEqual(tools["gh__dotted_name_x"]["description"], "[gh] Seen as listed.")
+            self.assertNotIn("ops__dotted_name_x", tools)
+            self.assertIn("ops__echo", tools)
+            reply = server.request("tools/call", {"name": "ops__dotted_name_x", "arguments": {}})
+            self.assertIn("Unknown tool", reply["error"]["message"])
+            listed = server.call("mcpstudio__servers_list", {})["structuredContent"]["servers"]
+            self.assertEqual(listed[0]["curatedTools"], {"gh__dotted_name_x": "dotted.name/x"})  # as tools/list names it
+            stderr = server.stderr_when(lambda text: "servers: gh, ops" in text)
+        out = subprocess.run(SERVER + ["status", "--config", path], capture_output=True, text=True, timeout=WAIT,
+                             env=self.env)
+        self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
+        self.assertRegex(out.stdout, r"\n  gh__dotted_name_x +dotted\.name/x of server gh\n")
+        for text in (stderr, out.stderr):
+            self.assertNotIn("lists no tool", text)
+
+    # A server entry's rename written with the prefix (as a namespace's takes it) is served as written, the prefix
+    # twice, and serve and check say so, with the key and the name to write.
+    def test_a_server_rename_with_the_prefix_is_a_warning(self):
+        data = {"mcpServers": {"gh": dict(self.upstream("gh", "--issue-tool"), overrides={
+            "create_issue": {"name": "gh__file_bug"}, "echo": {"name": "say"}})}}
+        path = self.write(data)
+        warning = ("%s: mcpServers.gh.overrides.create_issue.name: a server entry's `name` is the tool's own name, and "
+                   "the prefix comes before it: the model sees `gh__gh__file_bug`; write \"file_bug\"" % path)
+        with self.serve(data) as server:
+            server.initialize()
+            names = [tool["name"] for tool in server.request("tools/list")["result"]["tools"]]
+            self.assertIn("gh__gh__file_bug", names)
+            self.assertIn("gh__say", names)
+            stderr = server.stderr_when(lambda text: warning in text)
+        self.assertNotIn("overrides.echo.name", stderr)
+        out = subprocess.run(SERVER + ["check", "--config", path], capture_output=True, text=True, timeout=WAIT,
+                             env=self.env)
+        self.assertIn(warning, out.stderr)
+
     # Mistakes said at start: an override of a tool the server does not list is a warning (server, tool,
     # nearest names, against which listing); a colliding rename, a hidden required argument without a
     # value and a fixed value the schema refuses are refused with the file and key, in serve and status.
@@ -14479,15 +14578,58 @@ class CurationTests(AggregatorCase):
         self.assertEqual(out.returncode, 1, out.stdout + out.stderr)
         self.assertIn("gh__create_issue: refused: %s: mcpServers.gh.overrides.create_issue.arguments.org.value" % path,
                       out.stdout)
-        self.assertIn("gh__crash: refused: %s: mcpServers.gh.overrides.sleep.name" % path, out.stdout)
+        self.assertIn("gh__sleep: refused: %s: mcpServers.gh.overrides.sleep.name" % path, out.stdout)
         self.assertIn("(checked against its cached listing; `status --check` lists it again); nearest: create_issue",
                       out.stderr)
         # check says the same refusals (its table is status's) and its verdict counts them: never "ok".
         out = subprocess.run(SERVER + ["check", "--config", path], capture_output=True, text=True, timeout=WAIT,
                              env=self.env)
         self.assertEqual(out.returncode, 1, out.stdout + out.stderr)
-        self.assertIn("gh__crash: refused: %s: mcpServers.gh.overrides.sleep.name" % path, out.stdout)
+        self.assertIn("gh__sleep: refused: %s: mcpServers.gh.overrides.sleep.name" % path, out.stdout)
         self.assertRegex(out.stdout, r"%s: 3 problems \(above\), and \d+ warnings?\n$" % re.escape(path))
+
+    # A namespace's rename to a name already taken (a manager tool's, another server's tool's) is refused alike by
+    # serve, status and check: each names the tool refused by the name it had (not the name it wanted, which
+    # stays the other tool's), a call by that name is told why, and status shows no curated line for it.
+    def test_a_rename_to_a_taken_name_is_refused_by_the_name_it_had(self):
+        data = {"mcpServers": {"gh": self.upstream("gh"), "ops": self.upstream("ops")},
+                "namespaces": {"work": {"servers": ["gh", "ops"], "overrides": {
+                    "ops__env": {"name": "mcpstudio__servers_list"}, "ops__sleep": {"name": "gh__crash"}}}}}
+        path = self.write(data)
+        keys = {"ops__env": ("namespaces.work.overrides.ops__env.name", "mcpstudio__servers_list"),
+                "ops__sleep": ("namespaces.work.overrides.ops__sleep.name", "gh__crash")}
+        with self.serve(data) as server:
+            server.initialize()
+            names = [tool["name"] for tool in server.request("tools/list")["result"]["tools"]]
+            self.assertEqual((names.count("mcpstudio__servers_list"), names.count("gh__crash")), (1, 1))
+            for before, (key, wanted) in keys.items():
+                self.assertNotIn(before, names)
+                reply = server.request("tools/call", {"name": before, "arguments": {}})
+                self.assertEqual(reply["error"]["code"], -32006, reply)
+                self.assertIn("%s: %s: `%s` is also the name of another tool" % (path, key, wanted),
+                              reply["error"]["message"])
+            self.assertIn("servers", server.call("mcpstudio__servers_list", {})["structuredContent"])  # still ours
+            stderr = server.stderr_when(lambda text: text.count("is also the name of another tool") >= 2)
+        for before, (key, _) in keys.items():
+            self.assertIn("tool %s is not listed: %s: %s" % (before, path, key), stderr)
+        for command in ("status", "check"):
+            out = subprocess.run(SERVER + [command, "--config", path], capture_output=True, text=True, timeout=WAIT,
+                                 env=self.env)  # from the listing serve cached
+            self.assertEqual(out.returncode, 1, out.stdout + out.stderr)
+            for before, (key, wanted) in keys.items():
+                self.assertIn("  %s: refused: %s: %s: `%s` is also the name of another tool" % (before, path, key, wanted),
+                              out.stdout)
+                self.assertNotRegex(out.stdout, r"\n  %s +\w+ of server ops" % wanted)  # not shown as curated
+        from unittest import mock
+        with mock.patch.dict(os.environ, XDG_CACHE_HOME=self.env["XDG_CACHE_HOME"]):  # the TUI's details say so too
+            board = mcpstudio.Board(path, "work")
+            self.addCleanup(lambda: board.loop.close() if wait_until(lambda: not board.loop.is_running()) else None)
+            self.addCleanup(board.close)
+            tools = {tool["name"]: tool for tool in board.details("ops")["tools"]}  # from the listing cache
+        for before, (key, wanted) in keys.items():
+            own = before.split("__")[1]
+            self.assertEqual((tools[own]["public"], tools[own]["description"]), (own, "refused: %s: %s: `%s` is also the "
+                             "name of another tool; choose another" % (path, key, wanted)))
 
     def test_no_warning_before_a_slow_server_has_listed(self):
         # Nothing cached and a server slower than the listing's wait: its overrides are checked when it has
