@@ -7907,10 +7907,17 @@ def _join(where, key):
 _CONTROL_NAMES = {"\b": "a backspace", "\f": "a form feed", "\n": "a line break", "\r": "a carriage return",
                   "\t": "a tab"}
 _CONTROL_ESCAPES = {"\b": "b", "\f": "f", "\n": "n", "\r": "r", "\t": "t"}
-# The keys whose strings are paths or commands (in a tool, a resource, a server entry, a script folder, the
-# audit log): a control character there is a backslash JSON ate. `env`/`environment` values count too.
+# The keys whose own strings are paths or commands (in a tool, a resource, a server entry, a script folder, the
+# audit log): a string, a list's strings, and for `env`/`environment` the object's values. A command's string is
+# split at blanks; any other string is one value, a path with blanks in it (C:\Users\Jane Doe\bin).
 _PATH_VALUE_KEYS = frozenset(("command command_template working_directory cwd args env environment path scripts "
                               "skills within file output_folder").split())
+_SPLIT_VALUE_KEYS = ("command", "command_template")
+# Where a Windows path's word starts: a drive (`C:` then a backslash, a slash or the control character JSON made
+# of one) or a UNC `\\server`, at the string's start or after a blank, a quote or an option's `=`.
+_PATH_WORD_START = re.compile(r"(?:^|(?<=[ \"'=]))(?:[A-Za-z]:(?=[\\/\b\f\n\r\t])|\\\\(?=\w))")
+_EATEN_BACKSLASH = re.compile(r"[\b\f\n\r\t](?=[A-Za-z0-9])")  # a path's next folder's first letter follows
+_PATH_WORD_END = {False: re.compile(r"[ \"']"), True: re.compile(r"[\"']")}  # a command's word, a path value
 _LITERAL_ESCAPE = re.compile(r'\\(u[0-9A-Fa-f]{4}|.)', re.S)
 
 
@@ -7941,34 +7948,74 @@ def invalid_escape_hint(text, pos) -> str:
             "%s (or with /: %s)" % (_shown_literal(fixed(False)), _shown_literal(fixed(True))))
 
 
-def escaped_path_problem(data, where=""):
-    """(key path, message) for the first path or command in a config's `data` that holds a control character
-    where a Windows path had a backslash (JSON reads C:\\temp as C:<tab>emp); None when none does. A string
-    counts when it names a drive (`C:` then a backslash, a slash or such a character) or holds a backslash."""
-    def found(value, here):
-        controls = sorted((c for c in _CONTROL_NAMES if c in value), key=value.index)
-        if not controls or not re.search(r"[A-Za-z]:[\\/\b\f\n\r\t]|\\", value):
-            return None
-        written = json.dumps(value, ensure_ascii=False)
-        doubled = _LITERAL_ESCAPE.sub(lambda m: "\\\\" + m.group(1) if m.group(1) in "bfnrt" else m.group(), written)
-        slashed = json.dumps("".join("/" + _CONTROL_ESCAPES[c] if c in _CONTROL_ESCAPES else "/" if c == "\\" else c
-                                     for c in value), ensure_ascii=False)
-        read = " and ".join("\\%s as %s" % (_CONTROL_ESCAPES[c], _CONTROL_NAMES[c]) for c in controls)
-        return here, ("%s: JSON reads %s, not as backslashes; write each backslash twice: %s (or with /: %s)"
-                      % (_shown_literal(written), read, _shown_literal(doubled), _shown_literal(slashed)))
+def escaped_path_words(value, whole):
+    """[(start, end)] of the Windows path words in `value` that hold a control character where JSON read a
+    backslash and a letter (`C:\\Users\\me\\new` read as C:\\Users\\me<line break>ew). A word starts at a drive
+    or a UNC `\\\\` and ends at a blank or a quote, or with `whole` (a path value, not a command) at a quote or the
+    string's end. A tab or a line break that no path's word holds (printf 'name:\\t%s', a -c script, a YAML value)
+    is text, and so is one before a blank or a mark (`C:\\out` then a tab and a blank)."""
+    words = []
+    for start in _PATH_WORD_START.finditer(value):
+        end = _PATH_WORD_END[whole].search(value, start.end())
+        end = end.start() if end else len(value)
+        if _EATEN_BACKSLASH.search(value, start.start(), end) and not (words and start.start() < words[-1][1]):
+            words.append((start.start(), end))
+    return words
 
-    def walk(value, here, counts):
+
+def escaped_path_warning(value, whole):
+    """The warning for escaped_path_words(value, whole), or None: what JSON read, and `value` written with each
+    such backslash twice and with `/` (the control characters in those words given back as backslashes)."""
+    words = escaped_path_words(value, whole)
+    if not words:
+        return None
+    inside = [i for start, end in words for i in range(start, end)]
+    controls = sorted({value[i] for i in inside if value[i] in _CONTROL_ESCAPES}, key=value.index)
+
+    def spelled(slash):
+        chars = list(value)
+        for i in inside:
+            if value[i] in _CONTROL_ESCAPES:
+                chars[i] = ("/" if slash else "\\") + _CONTROL_ESCAPES[value[i]]
+            elif value[i] == "\\" and slash:
+                chars[i] = "/"
+        return _shown_literal(json.dumps("".join(chars), ensure_ascii=False))
+    read = " and ".join("\\%s as %s" % (_CONTROL_ESCAPES[c], _CONTROL_NAMES[c]) for c in controls)
+    return ("%s: JSON reads %s, not as backslashes; if it is a Windows path, write each backslash twice: %s (or "
+            "with /: %s)" % (_shown_literal(json.dumps(value, ensure_ascii=False)), read, spelled(False), spelled(True)))
+
+
+def escaped_path_warnings(data, where=""):
+    """[(key path, warning)] for the paths and commands of a config's `data` where JSON read a Windows path's
+    backslash as a control character (escaped_path_warning). Only the values of the path and command keys are
+    looked at: not what a parameter says (a parameter may be named `path`), not a multi-line description."""
+    found = []
+
+    def check(value, here, key):
         if isinstance(value, str):
-            return found(value, here) if counts else None
+            warning = escaped_path_warning(value, key not in _SPLIT_VALUE_KEYS)
+            if warning:
+                found.append((here, warning))
+        elif isinstance(value, list):
+            for index, item in enumerate(value):
+                if isinstance(item, str):
+                    check(item, "%s[%d]" % (here, index), key)
+        elif isinstance(value, dict) and key in ("env", "environment"):
+            for name, item in value.items():
+                if isinstance(item, str):
+                    check(item, _join(here, name), key)
+
+    def walk(value, here):
         items = (value.items() if isinstance(value, dict)
                  else enumerate(value) if isinstance(value, list) else ())
         for key, item in items:
             inner = "%s[%d]" % (here, key) if isinstance(key, int) else _join(here, key)
-            problem = walk(item, inner, counts or (isinstance(key, str) and key in _PATH_VALUE_KEYS))
-            if problem:
-                return problem
-        return None
-    return walk(data, where, False)
+            if isinstance(key, str) and key in _PATH_VALUE_KEYS:
+                check(item, inner, key)
+            if key not in ("parameters", "env", "environment"):  # names (a parameter may be named `path`)
+                walk(item, inner)
+    walk(data, where)
+    return found
 
 
 def _close_match(word, choices, cutoff=0.6):
@@ -9085,9 +9132,6 @@ class ConfigLoader:
             raise self.error("", "invalid JSON: nested too deeply") from None
         if not isinstance(data, dict):
             raise self.error("", "the file must hold a JSON object ({...}), not %s" % _type_name(data))
-        problem = escaped_path_problem(data)
-        if problem:
-            raise self.error(*problem)
         return data
 
     # -- checks ---------------------------------------------------------------
@@ -9192,6 +9236,8 @@ class ConfigLoader:
     def _load(self, runner, log, base, separator, script_options, skill_prompts):
         data = _given(self.read())
         gathered = self.problems.gathered
+        for where, warning in escaped_path_warnings(data):  # a warning: a tab or line break may be meant
+            log.warning("%s: %s: %s", self.path, where, warning)
 
         def entries(key):
             """The file's list `key`: [] when it is not given, or (a mistake kept) not a list."""

@@ -1966,42 +1966,74 @@ class WindowsTests(ScratchDir):
         # single backslashes. `\U` or `\P` is an invalid escape: the error said only `invalid JSON: Invalid \escape`.
         # `\t` `\n` `\r` `\b` `\f` are valid ones: C:\temp\new became C:<tab>emp<line break>ew, and `check` said
         # ok (a `\b` in a command: the call failed with [Errno 22]), or `no such folder:` with a tab and a line
-        # break in it. Each now names the string and writes it the two ways that work.
-        rows = [
+        # break in it. Each now names the string and writes it the two ways that work: the invalid escape as the
+        # error, the valid ones as a warning (winfix: a refusal stopped ordinary configs from serving).
+        errors = [
             ('{"tools": [{"name": "t", "command": "C:\\Tools\\app.exe {x}"}]}',
              ':1:40: invalid JSON: Invalid \\escape: in a JSON string a backslash starts an escape, so a Windows path\'s '
              'backslashes are written twice: "C:\\\\Tools\\\\app.exe {x}" (or with /: "C:/Tools/app.exe {x}")'),
             ('{"tools": [{"name": "t", "command": "\\"C:\\users\\me\\app.exe\\" {x}"}]}',
              ':1:43: invalid JSON: Invalid \\uXXXX escape: in a JSON string a backslash starts an escape, so a Windows path\'s '
-             'backslashes are written twice: "\\"C:\\\\users\\\\me\\\\app.exe\\" {x}" (or with /: "\\"C:/users/me/app.exe\\" {x}")'),
+             'backslashes are written twice: "\\"C:\\\\users\\\\me\\\\app.exe\\" {x}" (or with /: "\\"C:/users/me/app.exe\\" {x}")')]
+        warnings = [
             ('{"tools": [{"name": "t", "command": "hostname", "working_directory": "C:\\temp\\new"}]}',
              ': tools[0].working_directory: "C:\\temp\\new": JSON reads \\t as a tab and \\n as a line break, not as '
-             'backslashes; write each backslash twice: "C:\\\\temp\\\\new" (or with /: "C:/temp/new")'),
+             'backslashes; if it is a Windows path, write each backslash twice: "C:\\\\temp\\\\new" (or with /: '
+             '"C:/temp/new")'),
             ('{"mcpServers": {"s": {"command": "py", "args": ["C:\\\\Users\\\\Jane Doe\\bin\\\\server.py"]}}}',
              ': mcpServers.s.args[0]: "C:\\\\Users\\\\Jane Doe\\bin\\\\server.py": JSON reads \\b as a backspace, not as '
-             'backslashes; write each backslash twice: "C:\\\\Users\\\\Jane Doe\\\\bin\\\\server.py" (or with /: '
-             '"C:/Users/Jane Doe/bin/server.py")'),
+             'backslashes; if it is a Windows path, write each backslash twice: "C:\\\\Users\\\\Jane Doe\\\\bin\\\\server.py" '
+             '(or with /: "C:/Users/Jane Doe/bin/server.py")'),
             ('{"tools": [{"name": "t", "command": "hostname", "environment": {"OUT": "C:\\reports\\final"}}]}',
              ': tools[0].environment.OUT: "C:\\reports\\final": JSON reads \\r as a carriage return and \\f as a form '
-             'feed, not as backslashes; write each backslash twice: "C:\\\\reports\\\\final" (or with /: '
-             '"C:/reports/final")')]
-        for number, (text, said) in enumerate(rows):
+             'feed, not as backslashes; if it is a Windows path, write each backslash twice: "C:\\\\reports\\\\final" '
+             '(or with /: "C:/reports/final")'),
+            ('{"tools": [{"name": "t", "command": "\\"C:\\\\Users\\\\me\\new\\" {x}"}]}',
+             ': tools[0].command: "\\"C:\\\\Users\\\\me\\new\\" {x}": JSON reads \\n as a line break, not as backslashes; '
+             'if it is a Windows path, write each backslash twice: "\\"C:\\\\Users\\\\me\\\\new\\" {x}" (or with /: '
+             '"\\"C:/Users/me/new\\" {x}")')]
+        for number, (text, said) in enumerate(errors + warnings):
             with self.subTest(text=text):
                 config = os.path.join(self.tools, "pasted %d.json" % number)
                 with open(config, "w", encoding="utf-8") as f:
                     f.write(text)
                 proc = subprocess.run(SERVER + ["check", "--config", config], capture_output=True, text=True,
                                       timeout=WAIT * 2, stdin=subprocess.DEVNULL, env=self.env)
-                self.assertEqual(proc.returncode, 1, proc.stdout + proc.stderr)
-                self.assertIn(config + said, proc.stderr)
-        # a tab or a line break meant as one, in a description or a stdin template, is no path's backslash
-        config = os.path.join(self.tools, "meant.json")
-        with open(config, "w", encoding="utf-8") as f:
-            f.write('{"tools": [{"name": "t", "description": "Saves to C:\\\\out.\\nThen stops.", "command": "%s -V",'
-                    ' "stdin": "a\\tb\\n"}]}' % PY.replace("\\", "\\\\"))
-        proc = subprocess.run(SERVER + ["check", "--config", config], capture_output=True, text=True,
-                              timeout=WAIT * 2, stdin=subprocess.DEVNULL, env=self.env)
-        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+                if (text, said) in errors:
+                    self.assertEqual(proc.returncode, 1, proc.stdout + proc.stderr)
+                    self.assertIn(config + said, proc.stderr)
+                else:
+                    self.assertIn("mcpstudio: warning: " + config + said, proc.stderr)
+        # a tab or a line break meant as one is no path's backslash: review19's configs, which were refused
+        # (`e:` then a tab was a drive, a line break plus any backslash counted, and so did a parameter's description)
+        for number, text in enumerate((
+                '{"tools": [{"name": "t", "description": "Saves to C:\\\\out.\\nThen stops.", "command": "%s -V",'
+                ' "stdin": "a\\tb\\n"}]}' % PY.replace("\\", "\\\\"),
+                '{"tools": [{"name": "show", "command": "printf \'name:\\t%s\\n\' {x}"}]}',
+                '{"tools": [{"name": "strip", "command": "python3 -c \'import re, sys\\nprint(re.sub(r\\"\\\\s+\\", '
+                '\\"\\", sys.argv[1]))\' {x}"}]}',
+                '{"tools": [{"name": "k", "command": "env", "environment": {"KCFG": "apiVersion: v1\\nclusters:\\n- '
+                'cluster: {}"}}]}',
+                '{"tools": [{"name": "cat", "command": "cat {path}", "parameters": {"path": {"type": "string", '
+                '"description": "The file to show.\\nFor example: docs\\\\readme.md"}}}]}',
+                '{"tools": [{"name": "run", "command": "git {args}", "parameters": {"args": {"type": "array", '
+                '"description": "Arguments, for example:\\n  log --oneline"}}}]}',
+                '{"tools": [{"name": "t", "command": "hostname", "environment": {"CERT": "-----BEGIN CERTIFICATE-----'
+                '\\nMIIB\\n-----END CERTIFICATE-----\\n", "PROMPT": "Answer:\\tbriefly\\nD:\\\\data is read-only"}}]}')):
+            with self.subTest(meant=text):
+                config = os.path.join(self.tools, "meant %d.json" % number)
+                with open(config, "w", encoding="utf-8") as f:
+                    f.write(text)
+                proc = subprocess.run(SERVER + ["check", "--config", config], capture_output=True, text=True,
+                                      timeout=WAIT * 2, stdin=subprocess.DEVNULL, env=self.env)
+                self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+                self.assertNotIn("JSON reads", proc.stdout + proc.stderr)
+        # the warning does not stop the server (it did: a client showed only "Failed to connect")
+        with self.serve("serve", "--config", os.path.join(self.tools, "pasted %d.json" % (len(errors) + 2))) as server:
+            server.initialize(timeout=COMPILING)
+            self.assertEqual([t["name"] for t in server.request("tools/list", timeout=COMPILING)["result"]["tools"]], ["t"])
+            self.assertEqual(server.close(), 0)
+        self.assertIn("tools[0].environment.OUT: \"C:\\reports\\final\": JSON reads", "".join(server.stderr))
         # a client's own config (install reads it first to add the entry): the same hint
         appdata = os.path.join(self.dir, "AppData", "Roaming")
         os.makedirs(os.path.join(appdata, "Claude"))
@@ -2014,6 +2046,32 @@ class WindowsTests(ScratchDir):
         self.assertIn('Invalid \\escape: line 1 column 39 (char 38): in a JSON string a backslash starts an escape, so '
                       'a Windows path\'s backslashes are written twice: "C:\\\\Tools\\\\old.exe" (or with /: '
                       '"C:/Tools/old.exe"); fix it (or move it aside) and try again', proc.stderr)
+
+    def test_which_words_are_a_path_json_read_a_backslash_of(self):
+        # winfix (review19): escaped_path_words is a pure part. A word that starts with a drive or a UNC `\\`, with a
+        # control character right before a letter or digit inside it; in a command a word ends at a blank.
+        rows = [("C:\temp\new", True, ["C:\temp\new"]),
+                ("C:\\Users\\Jane Doe\bin", True, ["C:\\Users\\Jane Doe\bin"]),
+                ("C:\\Users\\Jane Doe\bin", False, []),  # a command's word ends at the blank
+                ("\"C:\\Users\\me\new\" {x}", False, ["C:\\Users\\me\new"]),
+                ("app --out=C:\temp\\x.txt {x}", False, ["C:\temp\\x.txt"]),
+                ("\\\\fs\\share\new", True, ["\\\\fs\\share\new"]),
+                ("printf 'name:\t%s\n' {x}", False, []),  # `e:` is no drive
+                ("python3 -c 'import re\nprint(re.sub(r\"\\s+\", \"\", x))'", False, []),  # no drive at all
+                ("apiVersion: v1\nclusters:\n- cluster: {}", True, []),
+                ("Answer:\tbriefly\nD:\\data is read-only", True, []),  # D:\data holds none
+                ("C:\\out\t-v", False, []),  # a tab before a mark
+                ("a: b\nc: d", True, [])]  # `a:` then a blank is no drive
+        for value, whole, words in rows:
+            with self.subTest(value=value, whole=whole):
+                self.assertEqual([value[start:end] for start, end in mcpstudio.escaped_path_words(value, whole)], words)
+        data = {"tools": [{"name": "t", "command": "C:\\Tools\\app.exe", "working_directory": "C:\temp",
+                           "parameters": {"path": {"description": "e.g. C:\\tmp\new"}},
+                           "environment": {"path": "C:\new", "OK": "line\nbreak"}}],
+                "mcpServers": {"s": {"command": "py", "args": ["-c", "C:\new"], "env": {"X": "C:\bin"}}}}
+        self.assertEqual([where for where, _ in mcpstudio.escaped_path_warnings(data)],
+                         ["tools[0].working_directory", "tools[0].environment.path", "mcpServers.s.args[1]",
+                          "mcpServers.s.env.X"])
 
     def test_a_path_written_for_a_shell_says_what_to_write(self):
         # winnew: a client starts mcpstudio with no shell, so a folder or a config given in its args as
