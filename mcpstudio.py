@@ -595,12 +595,19 @@ def unclosed_warning(words):
 _ESCAPED_FIELD = re.compile(r"(?<!\\)\\([{\[]%s(?:\.\.\.|:file|:folder)?[}\]])" % _FIELD_NAME)
 
 
+# A Windows path's segment before a `\{`: the word starts with a drive or a UNC `\\` (or an option's `=` does),
+# or holds an earlier backslash between two names; and the backslash follows a name or is the drive's root. Not
+# after a `/`: `s/\[debug]//`, `/data/\[abc]`, `https://x.org/\{id}` escape on purpose, as docs/templates.md says.
+_WINDOWS_PATH_BEFORE = re.compile(r"""(?:.*=)?["']?[A-Za-z]:$                         # a drive's root
+    | (?: (?:.*=)?["']?(?:[A-Za-z]:|\\\\) | .*[\w.~$-]\\(?=[\w.~$-]) ) .*[\w.~$)-]$  # a folder's name""", re.S | re.X)
+
+
 def escaped_path_field_warning(words):
     """The warning for a field a path's backslash escaped (`C:\\data\\{name}.txt`: `\\{` is a literal brace, so
     the word has no field, where a Windows path put one after its last backslash), or None."""
     for word in words:
         for match in _ESCAPED_FIELD.finditer(word):
-            if re.search(r"[\\/]|[A-Za-z]:", word[:match.start()]):
+            if _WINDOWS_PATH_BEFORE.match(word[:match.start()]):
                 return ("`%s` has no field %s: `\\%s` is a literal %s; a field right after a path's backslash takes "
                         "two (`%s`)" % (word, match.group(1), match.group(1)[0], "brace" if match.group(1)[0] == "{"
                                     else "bracket", word[:match.start()] + "\\" + match.group() + word[match.end():]))
@@ -9331,8 +9338,8 @@ class ConfigLoader:
                             "what it asks another way (an option such as --yes, or its environment).",
                             self.path, index, tool.name)
         for where, template, _, _ in commands:
-            for warning in (unclosed_warning(template.literal_words()),
-                            escaped_path_field_warning(template.literal_words())):
+            words = template.literal_words()
+            for warning in (unclosed_warning(words), escaped_path_field_warning(words)):
                 if warning:
                     log.warning("%s: %s: its command: %s", self.path, where, warning)
 
@@ -16520,10 +16527,9 @@ def _build_server(options, words, log: Log, config, runner=None, primary: Server
         missing = all(isinstance(piece, str) for piece in program) and program_not_found("".join(program), env)
         if missing:  # a typo (`gti log`) would pass every check and fail at each call
             log.warning("%s; each call will fail so", missing)
-        if unclosed_warning(words):
-            log.warning("the template: %s", unclosed_warning(words))
-        if escaped_path_field_warning(words):
-            log.warning("the template: %s", escaped_path_field_warning(words))
+        for warning in (unclosed_warning(words), escaped_path_field_warning(words)):
+            if warning:
+                log.warning("the template: %s", warning)
         misplaced = [word for word in words[1:] if word.startswith("--") and word.partition("=")[0] in _OPTIONS_BY_NAME]
         if misplaced:  # parse_command_line stops at the command: later words are the template's
             log.warning("%s stand%s after the command `%s`, so %s words of the template, passed to it at every "

@@ -2124,6 +2124,21 @@ class WindowsTests(ScratchDir):
             self.assertEqual(self.call_args(server, "show", {"name": "report"}), ["C:\\data\\report.txt", "{kept}"])
             self.assertEqual(server.close(), 0)
         self.assertNotIn("warning", "".join(server.stderr))
+        # winfix (review19): the escapes docs/templates.md says to write, after a `/`, are no path's backslash (the
+        # warning's advice made `debug` a field of sed's script); nor is a `/` path's
+        meant = ["sed -e 's/\\[debug]//' {file}", "grep -E '^/var/\\[a-z]+' {file}", "ls /data/\\[abc] {x}",
+                 "echo https://x.org/\\{id} {x}", "echo C:/data/\\{name}.txt {x}", "sed 's/\\(a\\)/\\{b}/' {x}"]
+        with open(config, "w", encoding="utf-8") as f:
+            json.dump({"tools": [{"name": "t%d" % i, "command": command} for i, command in enumerate(meant)]}, f)
+        proc = subprocess.run(SERVER + ["check", "--config", config], capture_output=True, text=True, timeout=WAIT * 2,
+                              stdin=subprocess.DEVNULL, env=self.env)
+        self.assertNotIn("has no field", proc.stdout + proc.stderr)
+        for word, warned in (("C:\\data\\{name}.txt", True), ("C:\\{name}", True), ("--out=D:\\x\\{n}", True),
+                             ("\\\\srv\\share\\{f}", True), ("data\\files\\{x}", True), ("s/\\[debug]//", False),
+                             ("^/var/\\[a-z]+", False), ("/data/\\[abc]", False), ("https://x.org/\\{id}", False),
+                             ("C:/data/\\{x}", False), ("a\\{x}", False), ("s/\\(a\\)/\\{b}", False)):
+            with self.subTest(word=word):  # the pure part, a table
+                self.assertEqual(bool(mcpstudio.escaped_path_field_warning([word])), warned)
 
     def test_a_value_in_cmd_or_powershell_is_refused_with_what_works_on_windows(self):
         # winnew: `cmd /c dir {folder}` (how Windows answers online say to run a command) is refused, rightly, but
