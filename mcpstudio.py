@@ -17318,9 +17318,11 @@ def _merge_toml_table(text, name, table):
 
 def _text_of(path):
     """A file's text; "" when it does not exist; a ConfigError when it is not UTF-8 (a client's config written by
-    Windows PowerShell 5.1 is UTF-16: install --write ended in a traceback)."""
+    Windows PowerShell 5.1 is UTF-16: install --write ended in a traceback). A UTF-8 byte-order mark is read past
+    (PowerShell 5.1's Set-Content -Encoding utf8 writes one, as Notepad's "UTF-8 with BOM" does): the text has none,
+    so a file written back from it has none, which every client reads (Node's JSON.parse refuses a mark)."""
     try:
-        with open(path, encoding="utf-8") as f:
+        with open(path, encoding="utf-8-sig") as f:
             return f.read()
     except FileNotFoundError:
         return ""

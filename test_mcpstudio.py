@@ -2228,6 +2228,26 @@ class WindowsTests(ScratchDir):
                 self.assertEqual(proc.returncode, code, proc.stdout + proc.stderr)
                 self.assertIn(hint, proc.stdout + proc.stderr)
                 self.assertNotIn("Traceback", proc.stderr)
+        # winfix (review19): the hint's PowerShell 5.1 command (Set-Content -Encoding utf8) writes UTF-8 with a
+        # byte-order mark, and a client's config with one was refused next ("Unexpected UTF-8 BOM"). It is read; the
+        # file written back has no mark (what the clients read), and import reads one too.
+        client = os.path.join(appdata, "Claude", "claude_desktop_config.json")
+        with open(client, "wb") as f:
+            f.write('\ufeff{"mcpServers": {"old": {"command": "old-server"}}}\r\n'.encode())
+        proc = subprocess.run(SERVER + ["install", "--client", "claude-desktop", "--write", PY, self.argv_py, "{text}"],
+                              capture_output=True, text=True, timeout=WAIT * 2, stdin=subprocess.DEVNULL, env=env, cwd=self.dir)
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        with open(client, "rb") as f:
+            written = f.read()
+        self.assertFalse(written.startswith(b"\xef\xbb\xbf"), written[:20])
+        self.assertEqual(sorted(json.loads(written.decode("utf-8"))["mcpServers"]), sorted(["old", mcpstudio._entry_name(
+            [PY, self.argv_py, "{text}"])]))
+        with open(client, "wb") as f:
+            f.write(b"\xef\xbb\xbf" + written)
+        proc = subprocess.run(SERVER + ["import", "--from", "claude-desktop", "--config", os.path.join(self.dir, "c.json")],
+                              capture_output=True, text=True, timeout=WAIT * 2, stdin=subprocess.DEVNULL, env=env, cwd=self.dir)
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        self.assertIn("import  old: old-server", proc.stdout)
 
     def test_the_default_config_path_is_one_path_of_the_system(self):
         # Without --config and $XDG_CONFIG_HOME, `status` names the config it looked for and the `init` that makes
