@@ -18050,6 +18050,21 @@ STARTER_CONFIG = """\
 """
 
 
+def _starter_word(word):
+    """`word` as a config's command template reads it back: in single quotes, where a backslash is itself (as in
+    a POSIX shell); a word a template would read otherwise (`{x}` in quotes is still a field) has each character
+    the template gives a meaning escaped instead."""
+    import shlex
+    quoted = shlex.quote(word)
+    try:
+        template = CommandTemplate("x " + quoted)  # an argument's place: the first word is the program
+        if not template.fields and not template.blocks and template.render({}, False) == ["x", word]:
+            return quoted
+    except (TemplateError, ToolError):
+        pass
+    return "".join("\\" + c if c in _SHELL_ESCAPABLE or c.isspace() else c for c in word)
+
+
 def init_config(args):
     """`init NAME --command CMD [--description D] [-o FILE] [--force]`: write a starter config."""
     found, rest = _take_options(args, "init", flags=("--force",), anywhere=True,
@@ -18066,15 +18081,20 @@ def init_config(args):
     if os.path.exists(output) and not found.get("--force"):
         sys.stderr.write("mcpstudio: error: %s exists; use --force to overwrite it\n" % output)
         return 1
-    import shlex
     try:  # split as the config will split it (a Windows path keeps its backslashes: shlex made C:\Tools C:Tools),
         # and a program's path with a blank in it (C:\Program Files\Git\bin\git.exe) is one word
-        words = [command] if os.path.isfile(command) else CommandTemplate(command).render({}, False)
+        template = None if os.path.isfile(command) else CommandTemplate(command)
+        if template and (template.fields or template.blocks):  # rendered without values they would go, unsaid
+            raise UsageError("init: --command %r holds %s: init wraps a program, and the starter's tools add the "
+                             "fields; give the program and fixed arguments only (a literal brace is written \\{)"
+                             % (command, ", ".join(["the field `%s`" % name for name in template.fields]
+                                                   + ["a {#if} block"] * bool(template.blocks))))
+        words = template.render({}, False) if template else [command]
     except (TemplateError, ToolError) as exc:
         raise UsageError("init: --command %r: %s" % (command, exc))
     if not words:
         raise UsageError("init: --command is empty")
-    quoted = shlex.join(words)  # in single quotes a backslash is itself, in the config as in a POSIX shell
+    quoted = " ".join(_starter_word(word) for word in words)
     values = {  # each goes into the starter as JSON, under its key + "_json"
         "name": rest[0], "help_description": "Show how to use %s." % command,
         "run_description": "Run %s with arguments." % command, "args_description": "Arguments for %s" % command,

@@ -2184,7 +2184,10 @@ class WindowsTests(ScratchDir):
         else:
             program = self.script(os.path.join("my tools", "git tool"), "#!%s\nimport json, sys\nprint(json.dumps(sys.argv[1:]))\n" % PY)
         for number, (command, words) in enumerate(((program, [program]),
-                                                   ("C:\\Tools\\app.exe --root C:\\data", ["C:\\Tools\\app.exe", "--root", "C:\\data"]))):
+                                                   ("C:\\Tools\\app.exe --root C:\\data", ["C:\\Tools\\app.exe", "--root", "C:\\data"]),
+                                                   ('"C:\\Program Files\\Git\\bin\\git.exe" --no-pager',
+                                                    ["C:\\Program Files\\Git\\bin\\git.exe", "--no-pager"]),
+                                                   ("echo \\{x}", ["echo", "{x}"]))):
             with self.subTest(command=command):
                 out = os.path.join(self.dir, "starter %d.json" % number)
                 proc = subprocess.run(SERVER + ["init", "t", "--command", command, "-o", out], capture_output=True,
@@ -2193,6 +2196,17 @@ class WindowsTests(ScratchDir):
                 with open(out, encoding="utf-8") as f:
                     starter = json.loads(mcpstudio.strip_json_comments(f.read()))
                 self.assertEqual(mcpstudio.CommandTemplate(starter["tools"][0]["command"]).render({}, False), words + ["--help"])
+        # winfix (review19): a field in --command was rendered with no value, so its word went, unsaid (`echo {x}`
+        # gave a starter of `echo --help`): init wraps a program, and it says so
+        for command, held in (("echo {x}", "the field `x`"), ("ls [-l] {dir}", "the field `l`, the field `dir`"),
+                              ("echo ${HOME}/a", "the field `HOME`"), ("git {#if a}-a{/if}", "a {#if} block")):
+            with self.subTest(command=command):
+                out = os.path.join(self.dir, "refused.json")
+                proc = subprocess.run(SERVER + ["init", "t", "--command", command, "-o", out], capture_output=True,
+                                      text=True, timeout=WAIT * 2, stdin=subprocess.DEVNULL, env=self.env)
+                self.assertEqual(proc.returncode, 2, proc.stderr)
+                self.assertIn("init: --command %r holds %s: init wraps a program" % (command, held), proc.stderr)
+                self.assertFalse(os.path.exists(out))
         proc = subprocess.run(SERVER + ["check", "--config", os.path.join(self.dir, "starter 0.json")], capture_output=True,
                               text=True, timeout=WAIT * 2, stdin=subprocess.DEVNULL, env=self.env)
         self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
