@@ -17135,20 +17135,43 @@ def _app_folder(platform):
     return os.environ.get("XDG_CONFIG_HOME") or os.path.expanduser("~/.config")
 
 
-def _packaged_roaming(family, platform):
-    """The Roaming folder an MSIX-packaged Windows app (`family`_<publisher id>) reads instead of %APPDATA%, or None.
-    Windows gives a packaged app its own copy of AppData\\Roaming (LocalCache\\Roaming in its package folder): since
-    February 2026 Claude Desktop's installers are MSIX, and a file written to %APPDATA%\\Claude is never read. Of
-    two packages (a reinstall left one), the one whose Claude folder exists; None when that leaves no single one."""
+def packaged_choice(packages, appdata_has_file, family, file):
+    """Which Roaming folder holds the `family`\\`file` an app reads: one of `packages` ([(its package's LocalCache\\
+    Roaming folder, whether its `family` folder exists, whether its file does)]), or None for %APPDATA%'s; a
+    ConfigError naming them when two packages could be it. A packaged app reads its package's file when there is
+    one, else the real %APPDATA% file when that exists (MSIX merges the two: an existing file is read where it is;
+    after a move from the old installer, or before the app's first start), else a new file in its package's."""
+    def refused(folders):
+        return ConfigError("%d %s packages could be the app's: %s; say which file to use (install --file FILE, or "
+                           "import FILE)" % (len(folders), family, ", ".join(os.path.join(folder, family, file)
+                                                                              for folder in folders)))
+    with_file = [folder for folder, _, has_file in packages if has_file]
+    if len(with_file) > 1:
+        raise refused(with_file)
+    if with_file:
+        return with_file[0]
+    if appdata_has_file or not packages:
+        return None
+    started = [folder for folder, has_folder, _ in packages if has_folder] if len(packages) > 1 else [packages[0][0]]
+    if len(started) != 1:  # none started, or two: a stale package from a reinstall can't be told apart
+        raise refused([folder for folder, _, _ in packages] if not started else started)
+    return started[0]
+
+
+def _packaged_roaming(family, file, platform):
+    """The Roaming folder an MSIX-packaged Windows app (`family`_<publisher id>) reads `family`\\`file` from instead
+    of %APPDATA%, or None (packaged_choice). Windows gives a packaged app its own copy of AppData\\Roaming
+    (LocalCache\\Roaming in its package folder): since February 2026 Claude Desktop's installers are MSIX, and a
+    file written to %APPDATA%\\Claude is not read when the package has its own."""
     if platform != "win32":
         return None
     import glob
     local = os.environ.get("LOCALAPPDATA") or os.path.join(os.path.expanduser("~"), "AppData", "Local")
     found = sorted(glob.glob(os.path.join(glob.escape(os.path.join(local, "Packages")), family + "_*", "LocalCache",
                                           "Roaming")))
-    if len(found) > 1:
-        found = [folder for folder in found if os.path.isdir(os.path.join(folder, family))]
-    return found[0] if len(found) == 1 else None
+    packages = [(folder, os.path.isdir(os.path.join(folder, family)), os.path.isfile(os.path.join(folder, family, file)))
+                for folder in found]
+    return packaged_choice(packages, os.path.isfile(os.path.join(_app_folder(platform), family, file)), family, file)
 
 
 def client_config_path(client, platform=None):
@@ -17158,8 +17181,8 @@ def client_config_path(client, platform=None):
     if client == "claude-code":
         return os.path.join(os.environ.get("CLAUDE_CONFIG_DIR") or home, ".claude.json")
     if client == "claude-desktop":
-        return os.path.join(_packaged_roaming("Claude", platform) or _app_folder(platform), "Claude",
-                            "claude_desktop_config.json")
+        return os.path.join(_packaged_roaming("Claude", "claude_desktop_config.json", platform)
+                            or _app_folder(platform), "Claude", "claude_desktop_config.json")
     if client == "cursor":
         return os.path.join(home, ".cursor", "mcp.json")
     if client == "vscode":

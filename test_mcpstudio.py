@@ -2578,10 +2578,44 @@ class WindowsTests(ScratchDir):
             os.makedirs(stale)  # two packages: the one the app made its folder in
             os.makedirs(os.path.join(packaged, "Claude"))
             self.assertEqual(mcpstudio.client_config_path("claude-desktop", "win32"), expected)
-            os.makedirs(os.path.join(stale, "Claude"))  # no telling which: %APPDATA%, as before
+            os.makedirs(os.path.join(stale, "Claude"))  # no telling which: it says so (it chose %APPDATA%, read by neither)
+            with self.assertRaisesRegex(mcpstudio.ConfigError, "2 Claude packages could be the app's: .*Claude_pzs8sxrjxfjjc"
+                                        ".*Claude_stale.*; say which file to use"):
+                mcpstudio.client_config_path("claude-desktop", "win32")
+            with open(os.path.join(stale, "Claude", "claude_desktop_config.json"), "w") as f:
+                f.write("{}")  # the one with a config file is the one in use
+            self.assertEqual(mcpstudio.client_config_path("claude-desktop", "win32"),
+                             os.path.join(stale, "Claude", "claude_desktop_config.json"))
+            shutil.rmtree(os.path.join(local, "Packages", "Claude_stale"))
+            os.makedirs(os.path.join(appdata, "Claude"))  # the package has no config yet, %APPDATA% has: that one
+            with open(os.path.join(appdata, "Claude", "claude_desktop_config.json"), "w") as f:
+                f.write("{}")
             self.assertEqual(mcpstudio.client_config_path("claude-desktop", "win32"),
                              os.path.join(appdata, "Claude", "claude_desktop_config.json"))
-            shutil.rmtree(os.path.join(local, "Packages", "Claude_stale"))
+            shutil.rmtree(os.path.join(appdata, "Claude"))
+        # winfix (review19): the pure part, a table: (folder, its Claude folder exists, its file exists) per package,
+        # whether %APPDATA%'s file exists -> the folder, None (%APPDATA%), or a refusal naming the candidates
+        for packages, appdata_has, chosen in (
+                ([], False, None), ([], True, None),
+                ([("A", False, False)], False, "A"), ([("A", True, False)], False, "A"),
+                ([("A", True, True)], True, "A"),  # the package's own file first
+                ([("A", True, False)], True, None),  # none there yet: the real file is the one read (MSIX merges)
+                ([("A", True, False), ("B", True, True)], False, "B"), ([("A", True, False), ("B", True, True)], True, "B"),
+                ([("A", False, False), ("B", True, False)], False, "B"),
+                ([("A", False, False), ("B", True, False)], True, None),
+                ([("A", True, True), ("B", True, True)], False, ["A", "B"]),
+                ([("A", True, False), ("B", True, False)], False, ["A", "B"]),
+                ([("A", False, False), ("B", False, False)], False, ["A", "B"]),
+                ([("A", False, False), ("B", False, False)], True, None)):
+            with self.subTest(packages=packages, appdata_has=appdata_has):
+                if isinstance(chosen, list):
+                    with self.assertRaises(mcpstudio.ConfigError) as caught:
+                        mcpstudio.packaged_choice(packages, appdata_has, "Claude", "c.json")
+                    self.assertIn("2 Claude packages could be the app's: %s; say which file to use (install --file "
+                                  "FILE, or import FILE)" % ", ".join(os.path.join(f, "Claude", "c.json") for f in chosen),
+                                  str(caught.exception))
+                else:
+                    self.assertEqual(mcpstudio.packaged_choice(packages, appdata_has, "Claude", "c.json"), chosen)
         if os.name == "nt":
             env = dict(self.env, APPDATA=appdata, LOCALAPPDATA=local)
             proc = subprocess.run(SERVER + ["install", "--client", "claude-desktop", "--write", PY, self.argv_py, "{text}"],
