@@ -2430,7 +2430,8 @@ if _POSIX:
         pass  # print() writes the locale's encoding, UTF-8 on any system a client runs on
 
     def _stream_text(text):
-        """A command's output as it goes into a text stream (`call`'s stdout), which writes it as given here."""
+        """A command's output as it goes into a text stream (`call`'s stdout; the TUI's StringIO too), which
+        writes it as given here."""
         return text
 
     def _writable_now(fd, size):
@@ -2865,7 +2866,8 @@ else:  # pragma: windows (Windows CPython under Wine in .ci/windows; the README 
 
     def _stream_text(text):
         """A command's output as it goes into a text stream (`call`'s stdout, stderr), which writes each "\n" as
-        CRLF here: its own CRLF line ends are given as "\n", so they come out once (they came out CR CR LF)."""
+        CRLF here: its own CRLF line ends are given as "\n", so they come out once (they came out CR CR LF). The
+        TUI's result pane (an io.StringIO, no translation) gets it too: there the CRs go, which curses draws better."""
         return text.replace("\r\n", "\n")
 
     def _writable_now(fd, size):
@@ -17229,11 +17231,12 @@ def _mode_options(words):
     return options, rest, served
 
 
-def _entry_name(words):
-    """A server name for the client's list: --name, the command, the script folder or the config's file name."""
+def _entry_name(words, program_name=program_stem):
+    """A server name for the client's list: --name, the command, the script folder or the config's file name.
+    `program_name` names a command by its program word (os.path.basename: the rule before, `git_exe`)."""
     options, rest, _ = _mode_options(words)
     folder = options["root_directory"] or (options["skills"][0] if options["skills"] and not options["config"] else None)
-    name = (options["name"] or (program_stem(rest[0]) if rest else None)
+    name = (options["name"] or (program_name(rest[0]) if rest else None)
             or (os.path.basename(os.path.normpath(folder)) if folder else None)
             or os.path.splitext(os.path.basename(options["config"] or default_config_path()))[0])
     return _UNSAFE_NAME_CHARS.sub("_", name) or "mcpstudio"
@@ -17542,6 +17545,7 @@ def install_command(words):
             " (or: claude mcp add-json --scope user %s %s)" % (name, _argv_text([json.dumps(entry)]))
             if client == "claude-code" else "")))
     else:
+        renamed = False  # Codex's table of the old rule's name (git_exe) is left as it is
         if client == "codex":
             text, replaced = _merge_toml_table(_text_of(path), name, shown)
         else:
@@ -17550,14 +17554,25 @@ def install_command(words):
             if not isinstance(servers, dict):
                 raise ConfigError("install: %s: `%s` is not an object; fix it first" % (path, _servers_key(client)))
             replaced = name in servers
+            before = None if replaced or found.get("--as") else _entry_name(words, os.path.basename)
+            renamed = before in servers and _same_server(servers[before], entry)  # made under the old name rule
+            if renamed:  # replaced where it stands (a second copy would start the same server twice)
+                data[_servers_key(client)] = servers = {name if key == before else key: value
+                                                        for key, value in servers.items()}
             servers[name] = entry
             text = edited_json_text(text, data, path)
         saved = write_file_atomically(path, text)
-        print("%s %s in %s%s" % ("replaced" if replaced else "added", name, path,
+        print("%s %s in %s%s" % ("replaced" if replaced or renamed else "added",
+                                 "%s (named %s before)" % (name, before) if renamed else name, path,
                                  " (backup: %s)" % saved if saved else ""))
     if note:
         _say(note)
     return 0
+
+
+def _same_server(entry, other):
+    """Whether two client entries start the same server (the same command and args, or URL)."""
+    return isinstance(entry, dict) and all(entry.get(key) == other.get(key) for key in ("command", "args", "url"))
 
 
 _VSCODE_ONLY = re.compile(r"\$\{(workspaceFolder\w*|userHome|cwd|file\w*|relativeFile\w*|input:[^}]*|command:[^}]*)\}")

@@ -2559,6 +2559,33 @@ class WindowsTests(ScratchDir):
         with self.serve(PY, self.argv_py, "{text}") as server:
             server.initialize()
             self.assertEqual([t["name"] for t in server.request("tools/list")["result"]["tools"]], [name])
+        # winfix (review19): install --write over the entry an earlier install made under the old rule (`show_cmd`,
+        # `show_py`) replaces it where it stands: it added a second copy, and the client started the server twice
+        if os.name == "nt":
+            program = self.shim("show.cmd")
+        else:
+            program = self.script(os.path.join("my tools", "show.py"), "#!%s\nimport json, sys\nprint(json.dumps(sys.argv[1:]))\n" % PY)
+        words = [program, "{text}"]
+        new, old = mcpstudio._entry_name(words), mcpstudio._entry_name(words, os.path.basename)
+        self.assertEqual((new, old), ("show", "show_cmd" if os.name == "nt" else "show_py"))
+        proc = subprocess.run(SERVER + ["install", "--client", "claude-desktop"] + words, capture_output=True, text=True,
+                              timeout=WAIT * 2, stdin=subprocess.DEVNULL, env=self.env)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        entry = json.loads(proc.stdout)["mcpServers"][new]
+        appdata = os.path.join(self.dir, "AppData", "Roaming")
+        client = os.path.join(appdata, "Claude", "claude_desktop_config.json")
+        os.makedirs(os.path.dirname(client))
+        for others, after in (({"zz-other": {"command": "x"}}, [new, "zz-other"]), ({}, [new])):
+            with self.subTest(others=others):
+                with open(client, "w", encoding="utf-8") as f:
+                    json.dump({"mcpServers": dict({old: entry}, **others)}, f, indent=2)
+                proc = subprocess.run(SERVER + ["install", "--client", "claude-desktop", "--write"] + words,
+                                      capture_output=True, text=True, timeout=WAIT * 2, stdin=subprocess.DEVNULL,
+                                      env=dict(self.env, APPDATA=appdata, XDG_CONFIG_HOME=appdata), cwd=self.dir)
+                self.assertEqual(proc.returncode, 0, proc.stderr)
+                self.assertIn("replaced %s (named %s before) in %s" % (new, old, client), proc.stdout)
+                with open(client, encoding="utf-8") as f:
+                    self.assertEqual(sorted(json.load(f)["mcpServers"]), after)  # one copy, under the new name
 
     def test_install_writes_the_config_an_msix_claude_desktop_reads(self):
         # winnew: since February 2026 Claude Desktop's Windows installers are MSIX: the app reads its config from its
