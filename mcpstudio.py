@@ -17518,6 +17518,11 @@ def _check_mode(words):
         raise ConfigError("install: this server would refuse every request (the error above); no entry printed or written")
 
 
+def _same_server(entry, other):
+    """Whether two client entries start the same server (the same command and args, or URL)."""
+    return isinstance(entry, dict) and all(entry.get(key) == other.get(key) for key in ("command", "args", "url"))
+
+
 def install_command(words):
     """`install --client NAME [--as SERVER] [--write] [MODE ARGS...]`: the client's entry for this mode."""
     found, words = _take_options(words, "install", flags=("--write",), values=("--client", "--as", "--file"))
@@ -17568,11 +17573,6 @@ def install_command(words):
     if note:
         _say(note)
     return 0
-
-
-def _same_server(entry, other):
-    """Whether two client entries start the same server (the same command and args, or URL)."""
-    return isinstance(entry, dict) and all(entry.get(key) == other.get(key) for key in ("command", "args", "url"))
 
 
 _VSCODE_ONLY = re.compile(r"\$\{(workspaceFolder\w*|userHome|cwd|file\w*|relativeFile\w*|input:[^}]*|command:[^}]*)\}")
