@@ -601,12 +601,19 @@ def unclosed_warning(words):
 _ESCAPED_FIELD = re.compile(r"(?<!\\)\\([{\[]%s(?:\.\.\.|:file|:folder)?[}\]])" % _FIELD_NAME)
 
 
+# A Windows path's segment before a `\{`: the word starts with a drive or a UNC `\\` (or an option's `=` does),
+# or holds an earlier backslash between two names; and the backslash follows a name or is the drive's root. Not
+# after a `/`: `s/\[debug]//`, `/data/\[abc]`, `https://x.org/\{id}` escape on purpose, as docs/templates.md says.
+_WINDOWS_PATH_BEFORE = re.compile(r"""(?:.*=)?["']?[A-Za-z]:$                         # a drive's root
+    | (?: (?:.*=)?["']?(?:[A-Za-z]:|\\\\) | .*[\w.~$-]\\(?=[\w.~$-]) ) .*[\w.~$)-]$  # a folder's name""", re.S | re.X)
+
+
 def escaped_path_field_warning(words):
     """The warning for a field a path's backslash escaped (`C:\\data\\{name}.txt`: `\\{` is a literal brace, so
     the word has no field, where a Windows path put one after its last backslash), or None."""
     for word in words:
         for match in _ESCAPED_FIELD.finditer(word):
-            if re.search(r"[\\/]|[A-Za-z]:", word[:match.start()]):
+            if _WINDOWS_PATH_BEFORE.match(word[:match.start()]):
                 return ("`%s` has no field %s: `\\%s` is a literal %s; a field right after a path's backslash takes "
                         "two (`%s`)" % (word, match.group(1), match.group(1)[0], "brace" if match.group(1)[0] == "{"
                                     else "bracket", word[:match.start()] + "\\" + match.group() + word[match.end():]))
@@ -2429,7 +2436,8 @@ if _POSIX:
         pass  # print() writes the locale's encoding, UTF-8 on any system a client runs on
 
     def _stream_text(text):
-        """A command's output as it goes into a text stream (`call`'s stdout), which writes it as given here."""
+        """A command's output as it goes into a text stream (`call`'s stdout; the TUI's StringIO too), which
+        writes it as given here."""
         return text
 
     def _writable_now(fd, size):
@@ -2864,7 +2872,8 @@ else:  # pragma: windows (Windows CPython under Wine in .ci/windows; the README 
 
     def _stream_text(text):
         """A command's output as it goes into a text stream (`call`'s stdout, stderr), which writes each "\n" as
-        CRLF here: its own CRLF line ends are given as "\n", so they come out once (they came out CR CR LF)."""
+        CRLF here: its own CRLF line ends are given as "\n", so they come out once (they came out CR CR LF). The
+        TUI's result pane (an io.StringIO, no translation) gets it too: there the CRs go, which curses draws better."""
         return text.replace("\r\n", "\n")
 
     def _writable_now(fd, size):
@@ -7915,10 +7924,17 @@ def _join(where, key):
 _CONTROL_NAMES = {"\b": "a backspace", "\f": "a form feed", "\n": "a line break", "\r": "a carriage return",
                   "\t": "a tab"}
 _CONTROL_ESCAPES = {"\b": "b", "\f": "f", "\n": "n", "\r": "r", "\t": "t"}
-# The keys whose strings are paths or commands (in a tool, a resource, a server entry, a script folder, the
-# audit log): a control character there is a backslash JSON ate. `env`/`environment` values count too.
+# The keys whose own strings are paths or commands (in a tool, a resource, a server entry, a script folder, the
+# audit log): a string, a list's strings, and for `env`/`environment` the object's values. A command's string is
+# split at blanks; any other string is one value, a path with blanks in it (C:\Users\Jane Doe\bin).
 _PATH_VALUE_KEYS = frozenset(("command command_template working_directory cwd args env environment path scripts "
                               "skills within file output_folder").split())
+_SPLIT_VALUE_KEYS = ("command", "command_template")
+# Where a Windows path's word starts: a drive (`C:` then a backslash, a slash or the control character JSON made
+# of one) or a UNC `\\server`, at the string's start or after a blank, a quote or an option's `=`.
+_PATH_WORD_START = re.compile(r"(?:^|(?<=[ \"'=]))(?:[A-Za-z]:(?=[\\/\b\f\n\r\t])|\\\\(?=\w))")
+_EATEN_BACKSLASH = re.compile(r"[\b\f\n\r\t](?=[A-Za-z0-9])")  # a path's next folder's first letter follows
+_PATH_WORD_END = {False: re.compile(r"[ \"']"), True: re.compile(r"[\"']")}  # a command's word, a path value
 _LITERAL_ESCAPE = re.compile(r'\\(u[0-9A-Fa-f]{4}|.)', re.S)
 
 
@@ -7949,34 +7965,74 @@ def invalid_escape_hint(text, pos) -> str:
             "%s (or with /: %s)" % (_shown_literal(fixed(False)), _shown_literal(fixed(True))))
 
 
-def escaped_path_problem(data, where=""):
-    """(key path, message) for the first path or command in a config's `data` that holds a control character
-    where a Windows path had a backslash (JSON reads C:\\temp as C:<tab>emp); None when none does. A string
-    counts when it names a drive (`C:` then a backslash, a slash or such a character) or holds a backslash."""
-    def found(value, here):
-        controls = sorted((c for c in _CONTROL_NAMES if c in value), key=value.index)
-        if not controls or not re.search(r"[A-Za-z]:[\\/\b\f\n\r\t]|\\", value):
-            return None
-        written = json.dumps(value, ensure_ascii=False)
-        doubled = _LITERAL_ESCAPE.sub(lambda m: "\\\\" + m.group(1) if m.group(1) in "bfnrt" else m.group(), written)
-        slashed = json.dumps("".join("/" + _CONTROL_ESCAPES[c] if c in _CONTROL_ESCAPES else "/" if c == "\\" else c
-                                     for c in value), ensure_ascii=False)
-        read = " and ".join("\\%s as %s" % (_CONTROL_ESCAPES[c], _CONTROL_NAMES[c]) for c in controls)
-        return here, ("%s: JSON reads %s, not as backslashes; write each backslash twice: %s (or with /: %s)"
-                      % (_shown_literal(written), read, _shown_literal(doubled), _shown_literal(slashed)))
+def escaped_path_words(value, whole):
+    """[(start, end)] of the Windows path words in `value` that hold a control character where JSON read a
+    backslash and a letter (`C:\\Users\\me\\new` read as C:\\Users\\me<line break>ew). A word starts at a drive
+    or a UNC `\\\\` and ends at a blank or a quote, or with `whole` (a path value, not a command) at a quote or the
+    string's end. A tab or a line break that no path's word holds (printf 'name:\\t%s', a -c script, a YAML value)
+    is text, and so is one before a blank or a mark (`C:\\out` then a tab and a blank)."""
+    words = []
+    for start in _PATH_WORD_START.finditer(value):
+        end = _PATH_WORD_END[whole].search(value, start.end())
+        end = end.start() if end else len(value)
+        if _EATEN_BACKSLASH.search(value, start.start(), end) and not (words and start.start() < words[-1][1]):
+            words.append((start.start(), end))
+    return words
 
-    def walk(value, here, counts):
+
+def escaped_path_warning(value, whole):
+    """The warning for escaped_path_words(value, whole), or None: what JSON read, and `value` written with each
+    such backslash twice and with `/` (the control characters in those words given back as backslashes)."""
+    words = escaped_path_words(value, whole)
+    if not words:
+        return None
+    inside = [i for start, end in words for i in range(start, end)]
+    controls = sorted({value[i] for i in inside if value[i] in _CONTROL_ESCAPES}, key=value.index)
+
+    def spelled(slash):
+        chars = list(value)
+        for i in inside:
+            if value[i] in _CONTROL_ESCAPES:
+                chars[i] = ("/" if slash else "\\") + _CONTROL_ESCAPES[value[i]]
+            elif value[i] == "\\" and slash:
+                chars[i] = "/"
+        return _shown_literal(json.dumps("".join(chars), ensure_ascii=False))
+    read = " and ".join("\\%s as %s" % (_CONTROL_ESCAPES[c], _CONTROL_NAMES[c]) for c in controls)
+    return ("%s: JSON reads %s, not as backslashes; if it is a Windows path, write each backslash twice: %s (or "
+            "with /: %s)" % (_shown_literal(json.dumps(value, ensure_ascii=False)), read, spelled(False), spelled(True)))
+
+
+def escaped_path_warnings(data, where=""):
+    """[(key path, warning)] for the paths and commands of a config's `data` where JSON read a Windows path's
+    backslash as a control character (escaped_path_warning). Only the values of the path and command keys are
+    looked at: not what a parameter says (a parameter may be named `path`), not a multi-line description."""
+    found = []
+
+    def check(value, here, key):
         if isinstance(value, str):
-            return found(value, here) if counts else None
+            warning = escaped_path_warning(value, key not in _SPLIT_VALUE_KEYS)
+            if warning:
+                found.append((here, warning))
+        elif isinstance(value, list):
+            for index, item in enumerate(value):
+                if isinstance(item, str):
+                    check(item, "%s[%d]" % (here, index), key)
+        elif isinstance(value, dict) and key in ("env", "environment"):
+            for name, item in value.items():
+                if isinstance(item, str):
+                    check(item, _join(here, name), key)
+
+    def walk(value, here):
         items = (value.items() if isinstance(value, dict)
                  else enumerate(value) if isinstance(value, list) else ())
         for key, item in items:
             inner = "%s[%d]" % (here, key) if isinstance(key, int) else _join(here, key)
-            problem = walk(item, inner, counts or (isinstance(key, str) and key in _PATH_VALUE_KEYS))
-            if problem:
-                return problem
-        return None
-    return walk(data, where, False)
+            if isinstance(key, str) and key in _PATH_VALUE_KEYS:
+                check(item, inner, key)
+            if key not in ("parameters", "env", "environment"):  # names (a parameter may be named `path`)
+                walk(item, inner)
+    walk(data, where)
+    return found
 
 
 def _close_match(word, choices, cutoff=0.6):
@@ -9117,9 +9173,6 @@ class ConfigLoader:
             raise self.error("", "invalid JSON: nested too deeply") from None
         if not isinstance(data, dict):
             raise self.error("", "the file must hold a JSON object ({...}), not %s" % _type_name(data))
-        problem = escaped_path_problem(data)
-        if problem:
-            raise self.error(*problem)
         return data
 
     # -- checks ---------------------------------------------------------------
@@ -9224,6 +9277,8 @@ class ConfigLoader:
     def _load(self, runner, log, base, separator, script_options, skill_prompts):
         data = _given(self.read())
         gathered = self.problems.gathered
+        for where, warning in escaped_path_warnings(data):  # a warning: a tab or line break may be meant
+            log.warning("%s: %s: %s", self.path, where, warning)
 
         def entries(key):
             """The file's list `key`: [] when it is not given, or (a mistake kept) not a list."""
@@ -9317,8 +9372,8 @@ class ConfigLoader:
                             "what it asks another way (an option such as --yes, or its environment).",
                             self.path, index, tool.name)
         for where, template, _, _ in commands:
-            for warning in (unclosed_warning(template.literal_words()),
-                            escaped_path_field_warning(template.literal_words())):
+            words = template.literal_words()
+            for warning in (unclosed_warning(words), escaped_path_field_warning(words)):
                 if warning:
                     log.warning("%s: %s: its command: %s", self.path, where, warning)
 
@@ -16611,10 +16666,9 @@ def _build_server(options, words, log: Log, config, runner=None, primary: Server
         missing = all(isinstance(piece, str) for piece in program) and program_not_found("".join(program), env)
         if missing:  # a typo (`gti log`) would pass every check and fail at each call
             log.warning("%s; each call will fail so", missing)
-        if unclosed_warning(words):
-            log.warning("the template: %s", unclosed_warning(words))
-        if escaped_path_field_warning(words):
-            log.warning("the template: %s", escaped_path_field_warning(words))
+        for warning in (unclosed_warning(words), escaped_path_field_warning(words)):
+            if warning:
+                log.warning("the template: %s", warning)
         misplaced = [word for word in words[1:] if word.startswith("--") and word.partition("=")[0] in _OPTIONS_BY_NAME]
         if misplaced:  # parse_command_line stops at the command: later words are the template's
             log.warning("%s stand%s after the command `%s`, so %s words of the template, passed to it at every "
@@ -17220,20 +17274,43 @@ def _app_folder(platform):
     return os.environ.get("XDG_CONFIG_HOME") or os.path.expanduser("~/.config")
 
 
-def _packaged_roaming(family, platform):
-    """The Roaming folder an MSIX-packaged Windows app (`family`_<publisher id>) reads instead of %APPDATA%, or None.
-    Windows gives a packaged app its own copy of AppData\\Roaming (LocalCache\\Roaming in its package folder): since
-    February 2026 Claude Desktop's installers are MSIX, and a file written to %APPDATA%\\Claude is never read. Of
-    two packages (a reinstall left one), the one whose Claude folder exists; None when that leaves no single one."""
+def packaged_choice(packages, appdata_has_file, family, file):
+    """Which Roaming folder holds the `family`\\`file` an app reads: one of `packages` ([(its package's LocalCache\\
+    Roaming folder, whether its `family` folder exists, whether its file does)]), or None for %APPDATA%'s; a
+    ConfigError naming them when two packages could be it. A packaged app reads its package's file when there is
+    one, else the real %APPDATA% file when that exists (MSIX merges the two: an existing file is read where it is;
+    after a move from the old installer, or before the app's first start), else a new file in its package's."""
+    def refused(folders):
+        return ConfigError("%d %s packages could be the app's: %s; say which file to use (install --file FILE, or "
+                           "import FILE)" % (len(folders), family, ", ".join(os.path.join(folder, family, file)
+                                                                              for folder in folders)))
+    with_file = [folder for folder, _, has_file in packages if has_file]
+    if len(with_file) > 1:
+        raise refused(with_file)
+    if with_file:
+        return with_file[0]
+    if appdata_has_file or not packages:
+        return None
+    started = [folder for folder, has_folder, _ in packages if has_folder] if len(packages) > 1 else [packages[0][0]]
+    if len(started) != 1:  # none started, or two: a stale package from a reinstall can't be told apart
+        raise refused([folder for folder, _, _ in packages] if not started else started)
+    return started[0]
+
+
+def _packaged_roaming(family, file, platform):
+    """The Roaming folder an MSIX-packaged Windows app (`family`_<publisher id>) reads `family`\\`file` from instead
+    of %APPDATA%, or None (packaged_choice). Windows gives a packaged app its own copy of AppData\\Roaming
+    (LocalCache\\Roaming in its package folder): since February 2026 Claude Desktop's installers are MSIX, and a
+    file written to %APPDATA%\\Claude is not read when the package has its own."""
     if platform != "win32":
         return None
     import glob
     local = os.environ.get("LOCALAPPDATA") or os.path.join(os.path.expanduser("~"), "AppData", "Local")
     found = sorted(glob.glob(os.path.join(glob.escape(os.path.join(local, "Packages")), family + "_*", "LocalCache",
                                           "Roaming")))
-    if len(found) > 1:
-        found = [folder for folder in found if os.path.isdir(os.path.join(folder, family))]
-    return found[0] if len(found) == 1 else None
+    packages = [(folder, os.path.isdir(os.path.join(folder, family)), os.path.isfile(os.path.join(folder, family, file)))
+                for folder in found]
+    return packaged_choice(packages, os.path.isfile(os.path.join(_app_folder(platform), family, file)), family, file)
 
 
 def client_config_path(client, platform=None):
@@ -17243,8 +17320,8 @@ def client_config_path(client, platform=None):
     if client == "claude-code":
         return os.path.join(os.environ.get("CLAUDE_CONFIG_DIR") or home, ".claude.json")
     if client == "claude-desktop":
-        return os.path.join(_packaged_roaming("Claude", platform) or _app_folder(platform), "Claude",
-                            "claude_desktop_config.json")
+        return os.path.join(_packaged_roaming("Claude", "claude_desktop_config.json", platform)
+                            or _app_folder(platform), "Claude", "claude_desktop_config.json")
     if client == "cursor":
         return os.path.join(home, ".cursor", "mcp.json")
     if client == "vscode":
@@ -17291,11 +17368,12 @@ def _mode_options(words):
     return options, rest, served
 
 
-def _entry_name(words):
-    """A server name for the client's list: --name, the command, the script folder or the config's file name."""
+def _entry_name(words, program_name=program_stem):
+    """A server name for the client's list: --name, the command, the script folder or the config's file name.
+    `program_name` names a command by its program word (os.path.basename: the rule before, `git_exe`)."""
     options, rest, _ = _mode_options(words)
     folder = options["root_directory"] or (options["skills"][0] if options["skills"] and not options["config"] else None)
-    name = (options["name"] or (program_stem(rest[0]) if rest else None)
+    name = (options["name"] or (program_name(rest[0]) if rest else None)
             or (os.path.basename(os.path.normpath(folder)) if folder else None)
             or os.path.splitext(os.path.basename(options["config"] or default_config_path()))[0])
     return _UNSAFE_NAME_CHARS.sub("_", name) or "mcpstudio"
@@ -17403,9 +17481,11 @@ def _merge_toml_table(text, name, table):
 
 def _text_of(path):
     """A file's text; "" when it does not exist; a ConfigError when it is not UTF-8 (a client's config written by
-    Windows PowerShell 5.1 is UTF-16: install --write ended in a traceback)."""
+    Windows PowerShell 5.1 is UTF-16: install --write ended in a traceback). A UTF-8 byte-order mark is read past
+    (PowerShell 5.1's Set-Content -Encoding utf8 writes one, as Notepad's "UTF-8 with BOM" does): the text has none,
+    so a file written back from it has none, which every client reads (Node's JSON.parse refuses a mark)."""
     try:
-        with open(path, encoding="utf-8") as f:
+        with open(path, encoding="utf-8-sig") as f:
             return f.read()
     except FileNotFoundError:
         return ""
@@ -17575,6 +17655,11 @@ def _check_mode(words):
         raise ConfigError("install: this server would refuse every request (the error above); no entry printed or written")
 
 
+def _same_server(entry, other):
+    """Whether two client entries start the same server (the same command and args, or URL)."""
+    return isinstance(entry, dict) and all(entry.get(key) == other.get(key) for key in ("command", "args", "url"))
+
+
 def install_command(words):
     """`install --client NAME [--as SERVER] [--write] [MODE ARGS...]`: the client's entry for this mode."""
     found, words = _take_options(words, "install", flags=("--write",), values=("--client", "--as", "--file"))
@@ -17602,6 +17687,7 @@ def install_command(words):
             " (or: claude mcp add-json --scope user %s %s)" % (name, _argv_text([json.dumps(entry)]))
             if client == "claude-code" else "")))
     else:
+        renamed = False  # Codex's table of the old rule's name (git_exe) is left as it is
         if client == "codex":
             text, replaced = _merge_toml_table(_text_of(path), name, shown)
         else:
@@ -17610,10 +17696,16 @@ def install_command(words):
             if not isinstance(servers, dict):
                 raise ConfigError("install: %s: `%s` is not an object; fix it first" % (path, _servers_key(client)))
             replaced = name in servers
+            before = None if replaced or found.get("--as") else _entry_name(words, os.path.basename)
+            renamed = before in servers and _same_server(servers[before], entry)  # made under the old name rule
+            if renamed:  # replaced where it stands (a second copy would start the same server twice)
+                data[_servers_key(client)] = servers = {name if key == before else key: value
+                                                        for key, value in servers.items()}
             servers[name] = entry
             text = edited_json_text(text, data, path)
         saved = write_file_atomically(path, text)
-        print("%s %s in %s%s" % ("replaced" if replaced else "added", name, path,
+        print("%s %s in %s%s" % ("replaced" if replaced or renamed else "added",
+                                 "%s (named %s before)" % (name, before) if renamed else name, path,
                                  " (backup: %s)" % saved if saved else ""))
     if note:
         _say(note)
@@ -18133,6 +18225,21 @@ STARTER_CONFIG = """\
 """
 
 
+def _starter_word(word):
+    """`word` as a config's command template reads it back: in single quotes, where a backslash is itself (as in
+    a POSIX shell); a word a template would read otherwise (`{x}` in quotes is still a field) has each character
+    the template gives a meaning escaped instead."""
+    import shlex
+    quoted = shlex.quote(word)
+    try:
+        template = CommandTemplate("x " + quoted)  # an argument's place: the first word is the program
+        if not template.fields and not template.blocks and template.render({}, False) == ["x", word]:
+            return quoted
+    except (TemplateError, ToolError):
+        pass
+    return "".join("\\" + c if c in _SHELL_ESCAPABLE or c.isspace() else c for c in word)
+
+
 def init_config(args):
     """`init NAME --command CMD [--description D] [-o FILE] [--force]`: write a starter config."""
     found, rest = _take_options(args, "init", flags=("--force",), anywhere=True,
@@ -18149,15 +18256,20 @@ def init_config(args):
     if os.path.exists(output) and not found.get("--force"):
         sys.stderr.write("mcpstudio: error: %s exists; use --force to overwrite it\n" % output)
         return 1
-    import shlex
     try:  # split as the config will split it (a Windows path keeps its backslashes: shlex made C:\Tools C:Tools),
         # and a program's path with a blank in it (C:\Program Files\Git\bin\git.exe) is one word
-        words = [command] if os.path.isfile(command) else CommandTemplate(command).render({}, False)
+        template = None if os.path.isfile(command) else CommandTemplate(command)
+        if template and (template.fields or template.blocks):  # rendered without values they would go, unsaid
+            raise UsageError("init: --command %r holds %s: init wraps a program, and the starter's tools add the "
+                             "fields; give the program and fixed arguments only (a literal brace is written \\{)"
+                             % (command, ", ".join(["the field `%s`" % name for name in template.fields]
+                                                   + ["a {#if} block"] * bool(template.blocks))))
+        words = template.render({}, False) if template else [command]
     except (TemplateError, ToolError) as exc:
         raise UsageError("init: --command %r: %s" % (command, exc))
     if not words:
         raise UsageError("init: --command is empty")
-    quoted = shlex.join(words)  # in single quotes a backslash is itself, in the config as in a POSIX shell
+    quoted = " ".join(_starter_word(word) for word in words)
     values = {  # each goes into the starter as JSON, under its key + "_json"
         "name": rest[0], "help_description": "Show how to use %s." % command,
         "run_description": "Run %s with arguments." % command, "args_description": "Arguments for %s" % command,

@@ -1967,42 +1967,74 @@ class WindowsTests(ScratchDir):
         # single backslashes. `\U` or `\P` is an invalid escape: the error said only `invalid JSON: Invalid \escape`.
         # `\t` `\n` `\r` `\b` `\f` are valid ones: C:\temp\new became C:<tab>emp<line break>ew, and `check` said
         # ok (a `\b` in a command: the call failed with [Errno 22]), or `no such folder:` with a tab and a line
-        # break in it. Each now names the string and writes it the two ways that work.
-        rows = [
+        # break in it. Each now names the string and writes it the two ways that work: the invalid escape as the
+        # error, the valid ones as a warning (winfix: a refusal stopped ordinary configs from serving).
+        errors = [
             ('{"tools": [{"name": "t", "command": "C:\\Tools\\app.exe {x}"}]}',
              ':1:40: invalid JSON: Invalid \\escape: in a JSON string a backslash starts an escape, so a Windows path\'s '
              'backslashes are written twice: "C:\\\\Tools\\\\app.exe {x}" (or with /: "C:/Tools/app.exe {x}")'),
             ('{"tools": [{"name": "t", "command": "\\"C:\\users\\me\\app.exe\\" {x}"}]}',
              ':1:43: invalid JSON: Invalid \\uXXXX escape: in a JSON string a backslash starts an escape, so a Windows path\'s '
-             'backslashes are written twice: "\\"C:\\\\users\\\\me\\\\app.exe\\" {x}" (or with /: "\\"C:/users/me/app.exe\\" {x}")'),
+             'backslashes are written twice: "\\"C:\\\\users\\\\me\\\\app.exe\\" {x}" (or with /: "\\"C:/users/me/app.exe\\" {x}")')]
+        warnings = [
             ('{"tools": [{"name": "t", "command": "hostname", "working_directory": "C:\\temp\\new"}]}',
              ': tools[0].working_directory: "C:\\temp\\new": JSON reads \\t as a tab and \\n as a line break, not as '
-             'backslashes; write each backslash twice: "C:\\\\temp\\\\new" (or with /: "C:/temp/new")'),
+             'backslashes; if it is a Windows path, write each backslash twice: "C:\\\\temp\\\\new" (or with /: '
+             '"C:/temp/new")'),
             ('{"mcpServers": {"s": {"command": "py", "args": ["C:\\\\Users\\\\Jane Doe\\bin\\\\server.py"]}}}',
              ': mcpServers.s.args[0]: "C:\\\\Users\\\\Jane Doe\\bin\\\\server.py": JSON reads \\b as a backspace, not as '
-             'backslashes; write each backslash twice: "C:\\\\Users\\\\Jane Doe\\\\bin\\\\server.py" (or with /: '
-             '"C:/Users/Jane Doe/bin/server.py")'),
+             'backslashes; if it is a Windows path, write each backslash twice: "C:\\\\Users\\\\Jane Doe\\\\bin\\\\server.py" '
+             '(or with /: "C:/Users/Jane Doe/bin/server.py")'),
             ('{"tools": [{"name": "t", "command": "hostname", "environment": {"OUT": "C:\\reports\\final"}}]}',
              ': tools[0].environment.OUT: "C:\\reports\\final": JSON reads \\r as a carriage return and \\f as a form '
-             'feed, not as backslashes; write each backslash twice: "C:\\\\reports\\\\final" (or with /: '
-             '"C:/reports/final")')]
-        for number, (text, said) in enumerate(rows):
+             'feed, not as backslashes; if it is a Windows path, write each backslash twice: "C:\\\\reports\\\\final" '
+             '(or with /: "C:/reports/final")'),
+            ('{"tools": [{"name": "t", "command": "\\"C:\\\\Users\\\\me\\new\\" {x}"}]}',
+             ': tools[0].command: "\\"C:\\\\Users\\\\me\\new\\" {x}": JSON reads \\n as a line break, not as backslashes; '
+             'if it is a Windows path, write each backslash twice: "\\"C:\\\\Users\\\\me\\\\new\\" {x}" (or with /: '
+             '"\\"C:/Users/me/new\\" {x}")')]
+        for number, (text, said) in enumerate(errors + warnings):
             with self.subTest(text=text):
                 config = os.path.join(self.tools, "pasted %d.json" % number)
                 with open(config, "w", encoding="utf-8") as f:
                     f.write(text)
                 proc = subprocess.run(SERVER + ["check", "--config", config], capture_output=True, text=True,
                                       timeout=WAIT * 2, stdin=subprocess.DEVNULL, env=self.env)
-                self.assertEqual(proc.returncode, 1, proc.stdout + proc.stderr)
-                self.assertIn(config + said, proc.stderr)
-        # a tab or a line break meant as one, in a description or a stdin template, is no path's backslash
-        config = os.path.join(self.tools, "meant.json")
-        with open(config, "w", encoding="utf-8") as f:
-            f.write('{"tools": [{"name": "t", "description": "Saves to C:\\\\out.\\nThen stops.", "command": "%s -V",'
-                    ' "stdin": "a\\tb\\n"}]}' % PY.replace("\\", "\\\\"))
-        proc = subprocess.run(SERVER + ["check", "--config", config], capture_output=True, text=True,
-                              timeout=WAIT * 2, stdin=subprocess.DEVNULL, env=self.env)
-        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+                if (text, said) in errors:
+                    self.assertEqual(proc.returncode, 1, proc.stdout + proc.stderr)
+                    self.assertIn(config + said, proc.stderr)
+                else:
+                    self.assertIn("mcpstudio: warning: " + config + said, proc.stderr)
+        # a tab or a line break meant as one is no path's backslash: review19's configs, which were refused
+        # (`e:` then a tab was a drive, a line break plus any backslash counted, and so did a parameter's description)
+        for number, text in enumerate((
+                '{"tools": [{"name": "t", "description": "Saves to C:\\\\out.\\nThen stops.", "command": "%s -V",'
+                ' "stdin": "a\\tb\\n"}]}' % PY.replace("\\", "\\\\"),
+                '{"tools": [{"name": "show", "command": "printf \'name:\\t%s\\n\' {x}"}]}',
+                '{"tools": [{"name": "strip", "command": "python3 -c \'import re, sys\\nprint(re.sub(r\\"\\\\s+\\", '
+                '\\"\\", sys.argv[1]))\' {x}"}]}',
+                '{"tools": [{"name": "k", "command": "env", "environment": {"KCFG": "apiVersion: v1\\nclusters:\\n- '
+                'cluster: {}"}}]}',
+                '{"tools": [{"name": "cat", "command": "cat {path}", "parameters": {"path": {"type": "string", '
+                '"description": "The file to show.\\nFor example: docs\\\\readme.md"}}}]}',
+                '{"tools": [{"name": "run", "command": "git {args}", "parameters": {"args": {"type": "array", '
+                '"description": "Arguments, for example:\\n  log --oneline"}}}]}',
+                '{"tools": [{"name": "t", "command": "hostname", "environment": {"CERT": "-----BEGIN CERTIFICATE-----'
+                '\\nMIIB\\n-----END CERTIFICATE-----\\n", "PROMPT": "Answer:\\tbriefly\\nD:\\\\data is read-only"}}]}')):
+            with self.subTest(meant=text):
+                config = os.path.join(self.tools, "meant %d.json" % number)
+                with open(config, "w", encoding="utf-8") as f:
+                    f.write(text)
+                proc = subprocess.run(SERVER + ["check", "--config", config], capture_output=True, text=True,
+                                      timeout=WAIT * 2, stdin=subprocess.DEVNULL, env=self.env)
+                self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+                self.assertNotIn("JSON reads", proc.stdout + proc.stderr)
+        # the warning does not stop the server (it did: a client showed only "Failed to connect")
+        with self.serve("serve", "--config", os.path.join(self.tools, "pasted %d.json" % (len(errors) + 2))) as server:
+            server.initialize(timeout=COMPILING)
+            self.assertEqual([t["name"] for t in server.request("tools/list", timeout=COMPILING)["result"]["tools"]], ["t"])
+            self.assertEqual(server.close(), 0)
+        self.assertIn("tools[0].environment.OUT: \"C:\\reports\\final\": JSON reads", "".join(server.stderr))
         # a client's own config (install reads it first to add the entry): the same hint
         appdata = os.path.join(self.dir, "AppData", "Roaming")
         os.makedirs(os.path.join(appdata, "Claude"))
@@ -2015,6 +2047,32 @@ class WindowsTests(ScratchDir):
         self.assertIn('Invalid \\escape: line 1 column 39 (char 38): in a JSON string a backslash starts an escape, so '
                       'a Windows path\'s backslashes are written twice: "C:\\\\Tools\\\\old.exe" (or with /: '
                       '"C:/Tools/old.exe"); fix it (or move it aside) and try again', proc.stderr)
+
+    def test_which_words_are_a_path_json_read_a_backslash_of(self):
+        # winfix (review19): escaped_path_words is a pure part. A word that starts with a drive or a UNC `\\`, with a
+        # control character right before a letter or digit inside it; in a command a word ends at a blank.
+        rows = [("C:\temp\new", True, ["C:\temp\new"]),
+                ("C:\\Users\\Jane Doe\bin", True, ["C:\\Users\\Jane Doe\bin"]),
+                ("C:\\Users\\Jane Doe\bin", False, []),  # a command's word ends at the blank
+                ("\"C:\\Users\\me\new\" {x}", False, ["C:\\Users\\me\new"]),
+                ("app --out=C:\temp\\x.txt {x}", False, ["C:\temp\\x.txt"]),
+                ("\\\\fs\\share\new", True, ["\\\\fs\\share\new"]),
+                ("printf 'name:\t%s\n' {x}", False, []),  # `e:` is no drive
+                ("python3 -c 'import re\nprint(re.sub(r\"\\s+\", \"\", x))'", False, []),  # no drive at all
+                ("apiVersion: v1\nclusters:\n- cluster: {}", True, []),
+                ("Answer:\tbriefly\nD:\\data is read-only", True, []),  # D:\data holds none
+                ("C:\\out\t-v", False, []),  # a tab before a mark
+                ("a: b\nc: d", True, [])]  # `a:` then a blank is no drive
+        for value, whole, words in rows:
+            with self.subTest(value=value, whole=whole):
+                self.assertEqual([value[start:end] for start, end in mcpstudio.escaped_path_words(value, whole)], words)
+        data = {"tools": [{"name": "t", "command": "C:\\Tools\\app.exe", "working_directory": "C:\temp",
+                           "parameters": {"path": {"description": "e.g. C:\\tmp\new"}},
+                           "environment": {"path": "C:\new", "OK": "line\nbreak"}}],
+                "mcpServers": {"s": {"command": "py", "args": ["-c", "C:\new"], "env": {"X": "C:\bin"}}}}
+        self.assertEqual([where for where, _ in mcpstudio.escaped_path_warnings(data)],
+                         ["tools[0].working_directory", "tools[0].environment.path", "mcpServers.s.args[1]",
+                          "mcpServers.s.env.X"])
 
     def test_a_path_written_for_a_shell_says_what_to_write(self):
         # winnew: a client starts mcpstudio with no shell, so a folder or a config given in its args as
@@ -2067,6 +2125,21 @@ class WindowsTests(ScratchDir):
             self.assertEqual(self.call_args(server, "show", {"name": "report"}), ["C:\\data\\report.txt", "{kept}"])
             self.assertEqual(server.close(), 0)
         self.assertNotIn("warning", "".join(server.stderr))
+        # winfix (review19): the escapes docs/templates.md says to write, after a `/`, are no path's backslash (the
+        # warning's advice made `debug` a field of sed's script); nor is a `/` path's
+        meant = ["sed -e 's/\\[debug]//' {file}", "grep -E '^/var/\\[a-z]+' {file}", "ls /data/\\[abc] {x}",
+                 "echo https://x.org/\\{id} {x}", "echo C:/data/\\{name}.txt {x}", "sed 's/\\(a\\)/\\{b}/' {x}"]
+        with open(config, "w", encoding="utf-8") as f:
+            json.dump({"tools": [{"name": "t%d" % i, "command": command} for i, command in enumerate(meant)]}, f)
+        proc = subprocess.run(SERVER + ["check", "--config", config], capture_output=True, text=True, timeout=WAIT * 2,
+                              stdin=subprocess.DEVNULL, env=self.env)
+        self.assertNotIn("has no field", proc.stdout + proc.stderr)
+        for word, warned in (("C:\\data\\{name}.txt", True), ("C:\\{name}", True), ("--out=D:\\x\\{n}", True),
+                             ("\\\\srv\\share\\{f}", True), ("data\\files\\{x}", True), ("s/\\[debug]//", False),
+                             ("^/var/\\[a-z]+", False), ("/data/\\[abc]", False), ("https://x.org/\\{id}", False),
+                             ("C:/data/\\{x}", False), ("a\\{x}", False), ("s/\\(a\\)/\\{b}", False)):
+            with self.subTest(word=word):  # the pure part, a table
+                self.assertEqual(bool(mcpstudio.escaped_path_field_warning([word])), warned)
 
     def test_a_value_in_cmd_or_powershell_is_refused_with_what_works_on_windows(self):
         # winnew: `cmd /c dir {folder}` (how Windows answers online say to run a command) is refused, rightly, but
@@ -2112,7 +2185,10 @@ class WindowsTests(ScratchDir):
         else:
             program = self.script(os.path.join("my tools", "git tool"), "#!%s\nimport json, sys\nprint(json.dumps(sys.argv[1:]))\n" % PY)
         for number, (command, words) in enumerate(((program, [program]),
-                                                   ("C:\\Tools\\app.exe --root C:\\data", ["C:\\Tools\\app.exe", "--root", "C:\\data"]))):
+                                                   ("C:\\Tools\\app.exe --root C:\\data", ["C:\\Tools\\app.exe", "--root", "C:\\data"]),
+                                                   ('"C:\\Program Files\\Git\\bin\\git.exe" --no-pager',
+                                                    ["C:\\Program Files\\Git\\bin\\git.exe", "--no-pager"]),
+                                                   ("echo \\{x}", ["echo", "{x}"]))):
             with self.subTest(command=command):
                 out = os.path.join(self.dir, "starter %d.json" % number)
                 proc = subprocess.run(SERVER + ["init", "t", "--command", command, "-o", out], capture_output=True,
@@ -2121,6 +2197,17 @@ class WindowsTests(ScratchDir):
                 with open(out, encoding="utf-8") as f:
                     starter = json.loads(mcpstudio.strip_json_comments(f.read()))
                 self.assertEqual(mcpstudio.CommandTemplate(starter["tools"][0]["command"]).render({}, False), words + ["--help"])
+        # winfix (review19): a field in --command was rendered with no value, so its word went, unsaid (`echo {x}`
+        # gave a starter of `echo --help`): init wraps a program, and it says so
+        for command, held in (("echo {x}", "the field `x`"), ("ls [-l] {dir}", "the field `l`, the field `dir`"),
+                              ("echo ${HOME}/a", "the field `HOME`"), ("git {#if a}-a{/if}", "a {#if} block")):
+            with self.subTest(command=command):
+                out = os.path.join(self.dir, "refused.json")
+                proc = subprocess.run(SERVER + ["init", "t", "--command", command, "-o", out], capture_output=True,
+                                      text=True, timeout=WAIT * 2, stdin=subprocess.DEVNULL, env=self.env)
+                self.assertEqual(proc.returncode, 2, proc.stderr)
+                self.assertIn("init: --command %r holds %s: init wraps a program" % (command, held), proc.stderr)
+                self.assertFalse(os.path.exists(out))
         proc = subprocess.run(SERVER + ["check", "--config", os.path.join(self.dir, "starter 0.json")], capture_output=True,
                               text=True, timeout=WAIT * 2, stdin=subprocess.DEVNULL, env=self.env)
         self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
@@ -2156,6 +2243,26 @@ class WindowsTests(ScratchDir):
                 self.assertEqual(proc.returncode, code, proc.stdout + proc.stderr)
                 self.assertIn(hint, proc.stdout + proc.stderr)
                 self.assertNotIn("Traceback", proc.stderr)
+        # winfix (review19): the hint's PowerShell 5.1 command (Set-Content -Encoding utf8) writes UTF-8 with a
+        # byte-order mark, and a client's config with one was refused next ("Unexpected UTF-8 BOM"). It is read; the
+        # file written back has no mark (what the clients read), and import reads one too.
+        client = os.path.join(appdata, "Claude", "claude_desktop_config.json")
+        with open(client, "wb") as f:
+            f.write('\ufeff{"mcpServers": {"old": {"command": "old-server"}}}\r\n'.encode())
+        proc = subprocess.run(SERVER + ["install", "--client", "claude-desktop", "--write", PY, self.argv_py, "{text}"],
+                              capture_output=True, text=True, timeout=WAIT * 2, stdin=subprocess.DEVNULL, env=env, cwd=self.dir)
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        with open(client, "rb") as f:
+            written = f.read()
+        self.assertFalse(written.startswith(b"\xef\xbb\xbf"), written[:20])
+        self.assertEqual(sorted(json.loads(written.decode("utf-8"))["mcpServers"]), sorted(["old", mcpstudio._entry_name(
+            [PY, self.argv_py, "{text}"])]))
+        with open(client, "wb") as f:
+            f.write(b"\xef\xbb\xbf" + written)
+        proc = subprocess.run(SERVER + ["import", "--from", "claude-desktop", "--config", os.path.join(self.dir, "c.json")],
+                              capture_output=True, text=True, timeout=WAIT * 2, stdin=subprocess.DEVNULL, env=env, cwd=self.dir)
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        self.assertIn("import  old: old-server", proc.stdout)
 
     def test_the_default_config_path_is_one_path_of_the_system(self):
         # Without --config and $XDG_CONFIG_HOME, `status` names the config it looked for and the `init` that makes
@@ -2453,6 +2560,33 @@ class WindowsTests(ScratchDir):
         with self.serve(PY, self.argv_py, "{text}") as server:
             server.initialize()
             self.assertEqual([t["name"] for t in server.request("tools/list")["result"]["tools"]], [name])
+        # winfix (review19): install --write over the entry an earlier install made under the old rule (`show_cmd`,
+        # `show_py`) replaces it where it stands: it added a second copy, and the client started the server twice
+        if os.name == "nt":
+            program = self.shim("show.cmd")
+        else:
+            program = self.script(os.path.join("my tools", "show.py"), "#!%s\nimport json, sys\nprint(json.dumps(sys.argv[1:]))\n" % PY)
+        words = [program, "{text}"]
+        new, old = mcpstudio._entry_name(words), mcpstudio._entry_name(words, os.path.basename)
+        self.assertEqual((new, old), ("show", "show_cmd" if os.name == "nt" else "show_py"))
+        proc = subprocess.run(SERVER + ["install", "--client", "claude-desktop"] + words, capture_output=True, text=True,
+                              timeout=WAIT * 2, stdin=subprocess.DEVNULL, env=self.env)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        entry = json.loads(proc.stdout)["mcpServers"][new]
+        appdata = os.path.join(self.dir, "AppData", "Roaming")
+        client = os.path.join(appdata, "Claude", "claude_desktop_config.json")
+        os.makedirs(os.path.dirname(client))
+        for others, after in (({"zz-other": {"command": "x"}}, [new, "zz-other"]), ({}, [new])):
+            with self.subTest(others=others):
+                with open(client, "w", encoding="utf-8") as f:
+                    json.dump({"mcpServers": dict({old: entry}, **others)}, f, indent=2)
+                proc = subprocess.run(SERVER + ["install", "--client", "claude-desktop", "--write"] + words,
+                                      capture_output=True, text=True, timeout=WAIT * 2, stdin=subprocess.DEVNULL,
+                                      env=dict(self.env, APPDATA=appdata, XDG_CONFIG_HOME=appdata), cwd=self.dir)
+                self.assertEqual(proc.returncode, 0, proc.stderr)
+                self.assertIn("replaced %s (named %s before) in %s" % (new, old, client), proc.stdout)
+                with open(client, encoding="utf-8") as f:
+                    self.assertEqual(sorted(json.load(f)["mcpServers"]), after)  # one copy, under the new name
 
     def test_install_writes_the_config_an_msix_claude_desktop_reads(self):
         # winnew: since February 2026 Claude Desktop's Windows installers are MSIX: the app reads its config from its
@@ -2472,10 +2606,44 @@ class WindowsTests(ScratchDir):
             os.makedirs(stale)  # two packages: the one the app made its folder in
             os.makedirs(os.path.join(packaged, "Claude"))
             self.assertEqual(mcpstudio.client_config_path("claude-desktop", "win32"), expected)
-            os.makedirs(os.path.join(stale, "Claude"))  # no telling which: %APPDATA%, as before
+            os.makedirs(os.path.join(stale, "Claude"))  # no telling which: it says so (it chose %APPDATA%, read by neither)
+            with self.assertRaisesRegex(mcpstudio.ConfigError, "2 Claude packages could be the app's: .*Claude_pzs8sxrjxfjjc"
+                                        ".*Claude_stale.*; say which file to use"):
+                mcpstudio.client_config_path("claude-desktop", "win32")
+            with open(os.path.join(stale, "Claude", "claude_desktop_config.json"), "w") as f:
+                f.write("{}")  # the one with a config file is the one in use
+            self.assertEqual(mcpstudio.client_config_path("claude-desktop", "win32"),
+                             os.path.join(stale, "Claude", "claude_desktop_config.json"))
+            shutil.rmtree(os.path.join(local, "Packages", "Claude_stale"))
+            os.makedirs(os.path.join(appdata, "Claude"))  # the package has no config yet, %APPDATA% has: that one
+            with open(os.path.join(appdata, "Claude", "claude_desktop_config.json"), "w") as f:
+                f.write("{}")
             self.assertEqual(mcpstudio.client_config_path("claude-desktop", "win32"),
                              os.path.join(appdata, "Claude", "claude_desktop_config.json"))
-            shutil.rmtree(os.path.join(local, "Packages", "Claude_stale"))
+            shutil.rmtree(os.path.join(appdata, "Claude"))
+        # winfix (review19): the pure part, a table: (folder, its Claude folder exists, its file exists) per package,
+        # whether %APPDATA%'s file exists -> the folder, None (%APPDATA%), or a refusal naming the candidates
+        for packages, appdata_has, chosen in (
+                ([], False, None), ([], True, None),
+                ([("A", False, False)], False, "A"), ([("A", True, False)], False, "A"),
+                ([("A", True, True)], True, "A"),  # the package's own file first
+                ([("A", True, False)], True, None),  # none there yet: the real file is the one read (MSIX merges)
+                ([("A", True, False), ("B", True, True)], False, "B"), ([("A", True, False), ("B", True, True)], True, "B"),
+                ([("A", False, False), ("B", True, False)], False, "B"),
+                ([("A", False, False), ("B", True, False)], True, None),
+                ([("A", True, True), ("B", True, True)], False, ["A", "B"]),
+                ([("A", True, False), ("B", True, False)], False, ["A", "B"]),
+                ([("A", False, False), ("B", False, False)], False, ["A", "B"]),
+                ([("A", False, False), ("B", False, False)], True, None)):
+            with self.subTest(packages=packages, appdata_has=appdata_has):
+                if isinstance(chosen, list):
+                    with self.assertRaises(mcpstudio.ConfigError) as caught:
+                        mcpstudio.packaged_choice(packages, appdata_has, "Claude", "c.json")
+                    self.assertIn("2 Claude packages could be the app's: %s; say which file to use (install --file "
+                                  "FILE, or import FILE)" % ", ".join(os.path.join(f, "Claude", "c.json") for f in chosen),
+                                  str(caught.exception))
+                else:
+                    self.assertEqual(mcpstudio.packaged_choice(packages, appdata_has, "Claude", "c.json"), chosen)
         if os.name == "nt":
             env = dict(self.env, APPDATA=appdata, LOCALAPPDATA=local)
             proc = subprocess.run(SERVER + ["install", "--client", "claude-desktop", "--write", PY, self.argv_py, "{text}"],
