@@ -17697,7 +17697,11 @@ def install_command(words):
                 raise ConfigError("install: %s: `%s` is not an object; fix it first" % (path, _servers_key(client)))
             replaced = name in servers
             before = None if replaced or found.get("--as") else _entry_name(words, os.path.basename)
-            renamed = before in servers and _same_server(servers[before], entry)  # made under the old name rule
+            renamed = before in servers and servers[before] == entry  # as the old name rule wrote it, untouched
+            if before in servers and not renamed and _same_server(servers[before], entry):  # the person's own keys
+                note = ((note + "; ") if note else "") + (
+                    "%s also has `%s`, which starts the same server (an earlier version's name, edited since: its own "
+                    "keys are kept); remove one of the two, or the client starts it twice" % (path, before))
             if renamed:  # replaced where it stands (a second copy would start the same server twice)
                 data[_servers_key(client)] = servers = {name if key == before else key: value
                                                         for key, value in servers.items()}

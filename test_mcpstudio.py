@@ -2128,12 +2128,13 @@ class WindowsTests(ScratchDir):
         # winfix (review19): the escapes docs/templates.md says to write, after a `/`, are no path's backslash (the
         # warning's advice made `debug` a field of sed's script); nor is a `/` path's
         meant = ["sed -e 's/\\[debug]//' {file}", "grep -E '^/var/\\[a-z]+' {file}", "ls /data/\\[abc] {x}",
-                 "echo https://x.org/\\{id} {x}", "echo C:/data/\\{name}.txt {x}", "sed 's/\\(a\\)/\\{b}/' {x}"]
+                 "echo https://x.org/\\{id} {x}", "echo C:/data/\\{name}.txt {x}"]  # (sed's \\{b} is refused: the table)
         with open(config, "w", encoding="utf-8") as f:
             json.dump({"tools": [{"name": "t%d" % i, "command": command} for i, command in enumerate(meant)]}, f)
         proc = subprocess.run(SERVER + ["check", "--config", config], capture_output=True, text=True, timeout=WAIT * 2,
                               stdin=subprocess.DEVNULL, env=self.env)
         self.assertNotIn("has no field", proc.stdout + proc.stderr)
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)  # review23: each was checked, none refused
         for word, warned in (("C:\\data\\{name}.txt", True), ("C:\\{name}", True), ("--out=D:\\x\\{n}", True),
                              ("\\\\srv\\share\\{f}", True), ("data\\files\\{x}", True), ("s/\\[debug]//", False),
                              ("^/var/\\[a-z]+", False), ("/data/\\[abc]", False), ("https://x.org/\\{id}", False),
@@ -2587,6 +2588,18 @@ class WindowsTests(ScratchDir):
                 self.assertIn("replaced %s (named %s before) in %s" % (new, old, client), proc.stdout)
                 with open(client, encoding="utf-8") as f:
                     self.assertEqual(sorted(json.load(f)["mcpServers"]), after)  # one copy, under the new name
+        # review23: one the person edited since (their env, `disabled`) is theirs: kept as it is, and said
+        edited = dict(entry, env={"GITHUB_TOKEN": "t"}, disabled=False)
+        with open(client, "w", encoding="utf-8") as f:
+            json.dump({"mcpServers": {old: edited}}, f, indent=2)
+        proc = subprocess.run(SERVER + ["install", "--client", "claude-desktop", "--write"] + words,
+                              capture_output=True, text=True, timeout=WAIT * 2, stdin=subprocess.DEVNULL,
+                              env=dict(self.env, APPDATA=appdata, XDG_CONFIG_HOME=appdata), cwd=self.dir)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertIn("added %s in %s" % (new, client), proc.stdout)
+        self.assertIn("also has `%s`, which starts the same server" % old, proc.stderr)
+        with open(client, encoding="utf-8") as f:
+            self.assertEqual(json.load(f)["mcpServers"], {old: edited, new: entry})
 
     def test_install_writes_the_config_an_msix_claude_desktop_reads(self):
         # winnew: since February 2026 Claude Desktop's Windows installers are MSIX: the app reads its config from its
