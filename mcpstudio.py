@@ -604,8 +604,18 @@ _ESCAPED_FIELD = re.compile(r"(?<!\\)\\([{\[]%s(?:\.\.\.|:file|:folder)?[}\]])" 
 # A Windows path's segment before a `\{`: the word starts with a drive or a UNC `\\` (or an option's `=` does),
 # or holds an earlier backslash between two names; and the backslash follows a name or is the drive's root. Not
 # after a `/`: `s/\[debug]//`, `/data/\[abc]`, `https://x.org/\{id}` escape on purpose, as docs/templates.md says.
-_WINDOWS_PATH_BEFORE = re.compile(r"""(?:.*=)?["']?[A-Za-z]:$                         # a drive's root
-    | (?: (?:.*=)?["']?(?:[A-Za-z]:|\\\\) | .*[\w.~$-]\\(?=[\w.~$-]) ) .*[\w.~$)-]$  # a folder's name""", re.S | re.X)
+# Each of the four is a search with no repetition in it (a match tries a few characters at one place), so a word
+# of n characters costs O(n): one pattern of `.*` then `.*` backtracked quadratically (13 s on 16000 `a\`).
+_DRIVE_ROOT_END = re.compile(r"(?:^|=)[\"']?[A-Za-z]:$")  # the backslash is a drive's root
+_WINDOWS_WORD_START = re.compile(r"(?:^|=)[\"']?(?:[A-Za-z]:|\\\\)")  # a drive or a UNC `\\` starts it
+_NAMES_BACKSLASH = re.compile(r"[\w.~$-]\\[\w.~$-]")  # an earlier backslash between two names
+_NAME_END = re.compile(r"[\w.~$)-]$")  # the backslash follows a folder's name
+
+
+def windows_path_before(before):
+    """Whether `before`, a word's text up to a `\\{` or a `\\[`, is a Windows path's folder (see above)."""
+    return bool(_DRIVE_ROOT_END.search(before) or _NAME_END.search(before)
+                and (_WINDOWS_WORD_START.search(before) or _NAMES_BACKSLASH.search(before)))
 
 
 def escaped_path_field_warning(words):
@@ -613,7 +623,7 @@ def escaped_path_field_warning(words):
     the word has no field, where a Windows path put one after its last backslash), or None."""
     for word in words:
         for match in _ESCAPED_FIELD.finditer(word):
-            if _WINDOWS_PATH_BEFORE.match(word[:match.start()]):
+            if windows_path_before(word[:match.start()]):
                 return ("`%s` has no field %s: `\\%s` is a literal %s; a field right after a path's backslash takes "
                         "two (`%s`)" % (word, match.group(1), match.group(1)[0], "brace" if match.group(1)[0] == "{"
                                     else "bracket", word[:match.start()] + "\\" + match.group() + word[match.end():]))
@@ -7931,10 +7941,15 @@ _PATH_VALUE_KEYS = frozenset(("command command_template working_directory cwd ar
                               "skills within file output_folder").split())
 _SPLIT_VALUE_KEYS = ("command", "command_template")
 # Where a Windows path's word starts: a drive (`C:` then a backslash, a slash or the control character JSON made
-# of one) or a UNC `\\server`, at the string's start or after a blank, a quote or an option's `=`.
-_PATH_WORD_START = re.compile(r"(?:^|(?<=[ \"'=]))(?:[A-Za-z]:(?=[\\/\b\f\n\r\t])|\\\\(?=\w))")
+# of one) or a UNC `\\server`, at the string's start or after a blank, a quote, an option's `=`, a list's `;` or
+# `,` (`${PATH};C:\tools`) or a `/X:` option (`robocopy /LOG:C:\temp`); group 1 is the word's start. In a path
+# value, also a string that starts with one backslash and a name: a UNC `\\nas\tools` of which JSON read `\\` as one.
+_PATH_WORD_START = re.compile(r"(?:^|[ \"'=;,]|/[A-Za-z]+:)([A-Za-z]:(?=[\\/\b\f\n\r\t])|\\\\(?=\w))")
+_EATEN_UNC_START = re.compile(r"\\(?=\w)")
 _EATEN_BACKSLASH = re.compile(r"[\b\f\n\r\t](?=[A-Za-z0-9])")  # a path's next folder's first letter follows
-_PATH_WORD_END = {False: re.compile(r"[ \"']"), True: re.compile(r"[\"']")}  # a command's word, a path value
+# A word ends at a blank (in a command) or a quote, or at a line break that a blank or a YAML-like `name:` follows
+# (a text's next line, not a path's `\n`ext folder); one that starts right after a quote in a command, at that quote.
+_PATH_WORD_END = {False: re.compile(r"[ \"']|\n(?= |[\w-]+:)"), True: re.compile(r"[\"']|\n(?= |[\w-]+:)")}
 _LITERAL_ESCAPE = re.compile(r'\\(u[0-9A-Fa-f]{4}|.)', re.S)
 
 
@@ -7943,9 +7958,14 @@ def _shown_literal(literal, limit=160):
     return literal if len(literal) <= limit else literal[:limit - 4] + '..."'
 
 
+# A JSON string's text up to its UNC path's `\\\\` (the string's start, a quote, a blank or an option's `=`).
+_UNC_LITERAL_START = re.compile(r'(?:^"|\\"|[\' =])\Z')
+
+
 def invalid_escape_hint(text, pos) -> str:
     """What to write for the JSON string of `text` that holds the invalid escape json found at `pos` (a Windows
-    path's single backslash): the string with each such backslash doubled, and with `/` instead."""
+    path's single backslash): the string with each such backslash doubled, and with `/` instead (a UNC path's
+    leading `\\\\`: `\\\\\\\\` and `//`)."""
     literal = next((m.group() for m in re.finditer(_JSON_STRING, text) if m.start() <= pos < m.end()), None)
     if literal is None:
         return ""
@@ -7954,6 +7974,8 @@ def invalid_escape_hint(text, pos) -> str:
         def one(match):
             escape = match.group(1)
             if escape == "\\":
+                if _UNC_LITERAL_START.search(literal, 0, match.start()) and re.match(r"\w", literal[match.end():]):
+                    return "//" if slash else "\\\\\\\\"  # a UNC `\\server`: `\\` is one backslash of two
                 return "/" if slash else match.group()
             if escape in ('"', "/") or len(escape) == 5:
                 return match.group()
@@ -7968,15 +7990,24 @@ def invalid_escape_hint(text, pos) -> str:
 def escaped_path_words(value, whole):
     """[(start, end)] of the Windows path words in `value` that hold a control character where JSON read a
     backslash and a letter (`C:\\Users\\me\\new` read as C:\\Users\\me<line break>ew). A word starts at a drive
-    or a UNC `\\\\` and ends at a blank or a quote, or with `whole` (a path value, not a command) at a quote or the
-    string's end. A tab or a line break that no path's word holds (printf 'name:\\t%s', a -c script, a YAML value)
-    is text, and so is one before a blank or a mark (`C:\\out` then a tab and a blank)."""
+    or a UNC `\\\\` (with `whole`, a path value, not a command: or at the string's one backslash and a name) and
+    ends as _PATH_WORD_END says, or at the string's end. A tab or a line break that no path's word holds (printf
+    'name:\\t%s', a -c script, a YAML value) is text, and so is one before a blank or a mark (`C:\\out` then a
+    tab and a blank), and one in a word written with `/` only (`cd C:/tmp` then a line break: its writer knows)."""
+    starts = [(m.start(1), m.group()[0] if m.group()[0] in "\"'" else "") for m in _PATH_WORD_START.finditer(value)]
+    if whole and _EATEN_UNC_START.match(value):
+        starts.insert(0, (0, ""))
     words = []
-    for start in _PATH_WORD_START.finditer(value):
-        end = _PATH_WORD_END[whole].search(value, start.end())
-        end = end.start() if end else len(value)
-        if _EATEN_BACKSLASH.search(value, start.start(), end) and not (words and start.start() < words[-1][1]):
-            words.append((start.start(), end))
+    for start, quote in starts:
+        if words and start < words[-1][1]:
+            continue
+        end = value.find(quote, start) if quote and not whole else -1
+        if end < 0:
+            found = _PATH_WORD_END[whole].search(value, start)
+            end = found.start() if found else len(value)
+        word = value[start:end]
+        if ("\\" in word or "/" not in word) and _EATEN_BACKSLASH.search(word):
+            words.append((start, end))
     return words
 
 
@@ -7996,6 +8027,9 @@ def escaped_path_warning(value, whole):
                 chars[i] = ("/" if slash else "\\") + _CONTROL_ESCAPES[value[i]]
             elif value[i] == "\\" and slash:
                 chars[i] = "/"
+        for start, _ in words:
+            if _EATEN_UNC_START.match(value, start) and not value.startswith("\\\\", start):
+                chars[start] = "//" if slash else "\\\\"  # a UNC path's `\\` of which JSON read one
         return _shown_literal(json.dumps("".join(chars), ensure_ascii=False))
     read = " and ".join("\\%s as %s" % (_CONTROL_ESCAPES[c], _CONTROL_NAMES[c]) for c in controls)
     return ("%s: JSON reads %s, not as backslashes; if it is a Windows path, write each backslash twice: %s (or "

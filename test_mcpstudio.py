@@ -1975,7 +1975,11 @@ class WindowsTests(ScratchDir):
              'backslashes are written twice: "C:\\\\Tools\\\\app.exe {x}" (or with /: "C:/Tools/app.exe {x}")'),
             ('{"tools": [{"name": "t", "command": "\\"C:\\users\\me\\app.exe\\" {x}"}]}',
              ':1:43: invalid JSON: Invalid \\uXXXX escape: in a JSON string a backslash starts an escape, so a Windows path\'s '
-             'backslashes are written twice: "\\"C:\\\\users\\\\me\\\\app.exe\\" {x}" (or with /: "\\"C:/users/me/app.exe\\" {x}")')]
+             'backslashes are written twice: "\\"C:\\\\users\\\\me\\\\app.exe\\" {x}" (or with /: "\\"C:/users/me/app.exe\\" {x}")'),
+            # winfix2 (review23): a UNC path's `\\` stays two, not one (a path from the drive's root)
+            ('{"tools": [{"name": "t", "command": "hostname", "working_directory": "\\\\server\\share\\temp"}]}',
+             ':1:79: invalid JSON: Invalid \\escape: in a JSON string a backslash starts an escape, so a Windows path\'s '
+             'backslashes are written twice: "\\\\\\\\server\\\\share\\\\temp" (or with /: "//server/share/temp")')]
         warnings = [
             ('{"tools": [{"name": "t", "command": "hostname", "working_directory": "C:\\temp\\new"}]}',
              ': tools[0].working_directory: "C:\\temp\\new": JSON reads \\t as a tab and \\n as a line break, not as '
@@ -1992,7 +1996,12 @@ class WindowsTests(ScratchDir):
             ('{"tools": [{"name": "t", "command": "\\"C:\\\\Users\\\\me\\new\\" {x}"}]}',
              ': tools[0].command: "\\"C:\\\\Users\\\\me\\new\\" {x}": JSON reads \\n as a line break, not as backslashes; '
              'if it is a Windows path, write each backslash twice: "\\"C:\\\\Users\\\\me\\\\new\\" {x}" (or with /: '
-             '"\\"C:/Users/me/new\\" {x}")')]
+             '"\\"C:/Users/me/new\\" {x}")'),
+            # winfix2 (review23): a UNC path pasted as written: JSON read its `\\` as one backslash
+            ('{"tools": [{"name": "t", "command": "hostname", "working_directory": "\\\\nas\\tools\\bin"}]}',
+             ': tools[0].working_directory: "\\\\nas\\tools\\bin": JSON reads \\t as a tab and \\b as a backspace, not '
+             'as backslashes; if it is a Windows path, write each backslash twice: "\\\\\\\\nas\\\\tools\\\\bin" (or '
+             'with /: "//nas/tools/bin")')]
         for number, (text, said) in enumerate(errors + warnings):
             with self.subTest(text=text):
                 config = os.path.join(self.tools, "pasted %d.json" % number)
@@ -2062,7 +2071,20 @@ class WindowsTests(ScratchDir):
                 ("apiVersion: v1\nclusters:\n- cluster: {}", True, []),
                 ("Answer:\tbriefly\nD:\\data is read-only", True, []),  # D:\data holds none
                 ("C:\\out\t-v", False, []),  # a tab before a mark
-                ("a: b\nc: d", True, [])]  # `a:` then a blank is no drive
+                ("a: b\nc: d", True, []),  # `a:` then a blank is no drive
+                # winfix2 (review23): a UNC path of which JSON read `\\` as one (a path value's start only)
+                ("\\nas\tools\bin", True, ["\\nas\tools\bin"]), ("echo \\nas\tools", False, []),
+                # after a list's `;` or `,`, or a `/X:` option
+                ("${PATH};C:\tools\bin", True, ["C:\tools\bin"]), ("%PATH%;C:\tools", True, ["C:\tools"]),
+                ("a.txt,C:\new", True, ["C:\new"]),
+                ("robocopy /LOG:C:\temp\\x.txt {x}", False, ["C:\temp\\x.txt"]),
+                # a quoted command word ends at its quote, not at its blank
+                ("'C:\\Program Files\\nodejs\new.exe' {x}", False, ["C:\\Program Files\\nodejs\new.exe"]),
+                ("\"C:\\Program Files\\x\new.exe\" {x}", False, ["C:\\Program Files\\x\new.exe"]),
+                # a line break that a blank or a `name:` follows ends a word; a word written with `/` is left alone
+                ("x:\ny: 1", True, []), ("a:\nb: 1", True, []), ("C:\\x\nlog: on", True, []),
+                ("Use files in C:/data.\nThen answer.", True, []), ("cd C:/tmp\nls", True, []),
+                ("sh -c 'cd C:/x\nls' {x}", False, [])]
         for value, whole, words in rows:
             with self.subTest(value=value, whole=whole):
                 self.assertEqual([value[start:end] for start, end in mcpstudio.escaped_path_words(value, whole)], words)
@@ -2128,19 +2150,28 @@ class WindowsTests(ScratchDir):
         # winfix (review19): the escapes docs/templates.md says to write, after a `/`, are no path's backslash (the
         # warning's advice made `debug` a field of sed's script); nor is a `/` path's
         meant = ["sed -e 's/\\[debug]//' {file}", "grep -E '^/var/\\[a-z]+' {file}", "ls /data/\\[abc] {x}",
-                 "echo https://x.org/\\{id} {x}", "echo C:/data/\\{name}.txt {x}"]  # (sed's \\{b} is refused: the table)
+                 "echo https://x.org/\\{id} {x}", "echo C:/data/\\{name}.txt {x}",
+                 "sed s/\\(a\\)/\\{b}/ {x}"]  # unquoted: in single quotes `\{b}` is a backslash and sed's field
         with open(config, "w", encoding="utf-8") as f:
             json.dump({"tools": [{"name": "t%d" % i, "command": command} for i, command in enumerate(meant)]}, f)
         proc = subprocess.run(SERVER + ["check", "--config", config], capture_output=True, text=True, timeout=WAIT * 2,
                               stdin=subprocess.DEVNULL, env=self.env)
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)  # loaded: its warnings were all said
         self.assertNotIn("has no field", proc.stdout + proc.stderr)
-        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)  # review23: each was checked, none refused
         for word, warned in (("C:\\data\\{name}.txt", True), ("C:\\{name}", True), ("--out=D:\\x\\{n}", True),
                              ("\\\\srv\\share\\{f}", True), ("data\\files\\{x}", True), ("s/\\[debug]//", False),
                              ("^/var/\\[a-z]+", False), ("/data/\\[abc]", False), ("https://x.org/\\{id}", False),
-                             ("C:/data/\\{x}", False), ("a\\{x}", False), ("s/\\(a\\)/\\{b}", False)):
-            with self.subTest(word=word):  # the pure part, a table
+                             ("C:/data/\\{x}", False), ("a\\{x}", False), ("s/\\(a\\)/\\{b}", False),
+                             # winfix2 (review23): long words (one pattern backtracked: 13 s on the first)
+                             ("a\\" * 16000 + "!\\{x}", False), ("C:" + "\\a" * 16000 + "\\{x}", True),
+                             ("=" * 30000 + "C:\\{x}", True)):
+            with self.subTest(word=word[:40]):  # the pure part, a table
                 self.assertEqual(bool(mcpstudio.escaped_path_field_warning([word])), warned)
+        # the work is linear by construction: each of its searches has no repetition (`*`, `+`, `{m,n}`), so a
+        # match tries a few characters at one place, and a word of n characters costs O(n)
+        for pattern in (mcpstudio._DRIVE_ROOT_END, mcpstudio._WINDOWS_WORD_START, mcpstudio._NAMES_BACKSLASH,
+                        mcpstudio._NAME_END):
+            self.assertIsNone(re.search(r"(?<!\\)[*+{]", pattern.pattern), pattern.pattern)
 
     def test_a_value_in_cmd_or_powershell_is_refused_with_what_works_on_windows(self):
         # winnew: `cmd /c dir {folder}` (how Windows answers online say to run a command) is refused, rightly, but
