@@ -7940,16 +7940,18 @@ _CONTROL_ESCAPES = {"\b": "b", "\f": "f", "\n": "n", "\r": "r", "\t": "t"}
 _PATH_VALUE_KEYS = frozenset(("command command_template working_directory cwd args env environment path scripts "
                               "skills within file output_folder").split())
 _SPLIT_VALUE_KEYS = ("command", "command_template")
-# Where a Windows path's word starts: a drive (`C:` then a backslash, a slash or the control character JSON made
+_WORDS_VALUE_KEYS = _SPLIT_VALUE_KEYS + ("args", "env", "environment")  # no folder: `\033[`, LaTeX's `\section`
+# Where a Windows path's word starts: a drive (`C:`, a capital: `as f:` then a tab is Python's, then a backslash, a slash or the control character JSON made
 # of one) or a UNC `\\server`, at the string's start or after a blank, a quote, an option's `=`, a list's `;` or
 # `,` (`${PATH};C:\tools`) or a `/X:` option (`robocopy /LOG:C:\temp`); group 1 is the word's start. In a path
 # value, also a string that starts with one backslash and a name: a UNC `\\nas\tools` of which JSON read `\\` as one.
-_PATH_WORD_START = re.compile(r"(?:^|[ \"'=;,]|/[A-Za-z]+:)([A-Za-z]:(?=[\\/\b\f\n\r\t])|\\\\(?=\w))")
+_PATH_WORD_START = re.compile(r"(?:^|[ \"'=;,]|/[A-Za-z]+:)([A-Z]:(?=[\\/\b\f\n\r\t])|\\\\(?=\w))")
 _EATEN_UNC_START = re.compile(r"\\(?=\w)")
 _EATEN_BACKSLASH = re.compile(r"[\b\f\n\r\t](?=[A-Za-z0-9])")  # a path's next folder's first letter follows
-# A word ends at a blank (in a command) or a quote, or at a line break that a blank or a YAML-like `name:` follows
+# A word ends at a blank (in a command) or a quote, or at a line break that a blank, a tab or a `name:` follows
 # (a text's next line, not a path's `\n`ext folder); one that starts right after a quote in a command, at that quote.
-_PATH_WORD_END = {False: re.compile(r"[ \"']|\n(?= |[\w-]+:)"), True: re.compile(r"[\"']|\n(?= |[\w-]+:)")}
+_PATH_WORD_END = {False: re.compile(r"[ \"']|\n(?=[ \t]|[\w-]+:)"), True: re.compile(r"[\"']|\n(?=[ \t]|[\w-]+:)")}
+_SHELL_OPERATOR = re.compile(r" (?:&&|\|\|?|;|2?>|<)")  # ends a quoted command word (`cmd /c "C:\x.bat && echo"`)
 _LITERAL_ESCAPE = re.compile(r'\\(u[0-9A-Fa-f]{4}|.)', re.S)
 
 
@@ -7958,8 +7960,6 @@ def _shown_literal(literal, limit=160):
     return literal if len(literal) <= limit else literal[:limit - 4] + '..."'
 
 
-# A JSON string's text up to its UNC path's `\\\\` (the string's start, a quote, a blank or an option's `=`).
-_UNC_LITERAL_START = re.compile(r'(?:^"|\\"|[\' =])\Z')
 
 
 def invalid_escape_hint(text, pos) -> str:
@@ -7974,7 +7974,7 @@ def invalid_escape_hint(text, pos) -> str:
         def one(match):
             escape = match.group(1)
             if escape == "\\":
-                if _UNC_LITERAL_START.search(literal, 0, match.start()) and re.match(r"\w", literal[match.end():]):
+                if match.start() == 1 and re.match(r"\w", literal[match.end():]):  # the string's start: not `'\\b`
                     return "//" if slash else "\\\\\\\\"  # a UNC `\\server`: `\\` is one backslash of two
                 return "/" if slash else match.group()
             if escape in ('"', "/") or len(escape) == 5:
@@ -7987,7 +7987,7 @@ def invalid_escape_hint(text, pos) -> str:
             "%s (or with /: %s)" % (_shown_literal(fixed(False)), _shown_literal(fixed(True))))
 
 
-def escaped_path_words(value, whole):
+def escaped_path_words(value, whole, unc=None):
     """[(start, end)] of the Windows path words in `value` that hold a control character where JSON read a
     backslash and a letter (`C:\\Users\\me\\new` read as C:\\Users\\me<line break>ew). A word starts at a drive
     or a UNC `\\\\` (with `whole`, a path value, not a command: or at the string's one backslash and a name) and
@@ -7995,13 +7995,16 @@ def escaped_path_words(value, whole):
     'name:\\t%s', a -c script, a YAML value) is text, and so is one before a blank or a mark (`C:\\out` then a
     tab and a blank), and one in a word written with `/` only (`cd C:/tmp` then a line break: its writer knows)."""
     starts = [(m.start(1), m.group()[0] if m.group()[0] in "\"'" else "") for m in _PATH_WORD_START.finditer(value)]
-    if whole and _EATEN_UNC_START.match(value):
+    if (whole if unc is None else unc) and _EATEN_UNC_START.match(value):  # a folder's value, not args or env
         starts.insert(0, (0, ""))
     words = []
     for start, quote in starts:
         if words and start < words[-1][1]:
             continue
         end = value.find(quote, start) if quote and not whole else -1
+        operator = _SHELL_OPERATOR.search(value, start, end) if end > 0 else None
+        if operator:
+            end = operator.start()
         if end < 0:
             found = _PATH_WORD_END[whole].search(value, start)
             end = found.start() if found else len(value)
@@ -8011,10 +8014,10 @@ def escaped_path_words(value, whole):
     return words
 
 
-def escaped_path_warning(value, whole):
+def escaped_path_warning(value, whole, unc=None):
     """The warning for escaped_path_words(value, whole), or None: what JSON read, and `value` written with each
     such backslash twice and with `/` (the control characters in those words given back as backslashes)."""
-    words = escaped_path_words(value, whole)
+    words = escaped_path_words(value, whole, unc)
     if not words:
         return None
     inside = [i for start, end in words for i in range(start, end)]
@@ -8044,7 +8047,7 @@ def escaped_path_warnings(data, where=""):
 
     def check(value, here, key):
         if isinstance(value, str):
-            warning = escaped_path_warning(value, key not in _SPLIT_VALUE_KEYS)
+            warning = escaped_path_warning(value, key not in _SPLIT_VALUE_KEYS, key not in _WORDS_VALUE_KEYS)
             if warning:
                 found.append((here, warning))
         elif isinstance(value, list):
@@ -17694,6 +17697,21 @@ def _same_server(entry, other):
     return isinstance(entry, dict) and all(entry.get(key) == other.get(key) for key in ("command", "args", "url"))
 
 
+def _as_written(entry, written):
+    """Whether a client's `entry` is `written` (what install writes now) as an earlier install wrote it: the same,
+    but for the values of the variables install fills in itself (the shell's PATH, the bytecode folder), which
+    differ from one shell to another; a key or variable of the person's own makes it theirs."""
+    def plain(value):
+        env = value.get("env") if isinstance(value, dict) else None
+        if not isinstance(env, dict):
+            return value
+        return dict(value, env={k: (None if k in _FILLED_IN else v) for k, v in env.items()})
+    return plain(entry) == plain(written)
+
+
+_FILLED_IN = ("PATH", "PYTHONPYCACHEPREFIX", "PYTHONPATH")  # the variables client_entry writes from where it runs
+
+
 def install_command(words):
     """`install --client NAME [--as SERVER] [--write] [MODE ARGS...]`: the client's entry for this mode."""
     found, words = _take_options(words, "install", flags=("--write",), values=("--client", "--as", "--file"))
@@ -17731,7 +17749,7 @@ def install_command(words):
                 raise ConfigError("install: %s: `%s` is not an object; fix it first" % (path, _servers_key(client)))
             replaced = name in servers
             before = None if replaced or found.get("--as") else _entry_name(words, os.path.basename)
-            renamed = before in servers and servers[before] == entry  # as the old name rule wrote it, untouched
+            renamed = before in servers and _as_written(servers[before], entry)  # by the old name rule, untouched
             if before in servers and not renamed and _same_server(servers[before], entry):  # the person's own keys
                 note = ((note + "; ") if note else "") + (
                     "%s also has `%s`, which starts the same server (an earlier version's name, edited since: its own "

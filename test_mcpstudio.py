@@ -2084,10 +2084,22 @@ class WindowsTests(ScratchDir):
                 # a line break that a blank or a `name:` follows ends a word; a word written with `/` is left alone
                 ("x:\ny: 1", True, []), ("a:\nb: 1", True, []), ("C:\\x\nlog: on", True, []),
                 ("Use files in C:/data.\nThen answer.", True, []), ("cd C:/tmp\nls", True, []),
-                ("sh -c 'cd C:/x\nls' {x}", False, [])]
+                ("sh -c 'cd C:/x\nls' {x}", False, []),
+                # review24: a one-letter name before `:` in code is no drive; a tab-indented next line ends a word; a
+                # quoted command word ends at a shell operator
+                ("with open(p) as f:\n\tprint(f.read())", True, []), ("for k in d:\n\tx", False, []),
+                ("C:\\x\n\tprint(1)", True, []),
+                ("cmd /c \"C:\\tools\\run.bat && echo done\tok\"", False, [])]
         for value, whole, words in rows:
             with self.subTest(value=value, whole=whole):
                 self.assertEqual([value[start:end] for start, end in mcpstudio.escaped_path_words(value, whole)], words)
+        for value in ("\\033[1m\tdone", "\\section{x}\tdone", "\\e[1m\tbold"):  # review24: args and env are no folder
+            with self.subTest(value=value):
+                self.assertEqual(mcpstudio.escaped_path_words(value, True, False), [])
+        text = '{"command": "grep \'\\\\bTODO\\\\b\' C:\\x"}'  # a regex's \\b after a quote is no UNC `\\`
+        hint = mcpstudio.invalid_escape_hint(text, text.index("\\x"))
+        self.assertIn("\\\\bTODO\\\\b", hint)
+        self.assertNotIn("\\\\\\\\bTODO", hint)
         data = {"tools": [{"name": "t", "command": "C:\\Tools\\app.exe", "working_directory": "C:\temp",
                            "parameters": {"path": {"description": "e.g. C:\\tmp\new"}},
                            "environment": {"path": "C:\new", "OK": "line\nbreak"}}],
@@ -2619,6 +2631,15 @@ class WindowsTests(ScratchDir):
                 self.assertIn("replaced %s (named %s before) in %s" % (new, old, client), proc.stdout)
                 with open(client, encoding="utf-8") as f:
                     self.assertEqual(sorted(json.load(f)["mcpServers"]), after)  # one copy, under the new name
+        # review24: one another shell wrote (its PATH, which install fills in) is as install wrote it: replaced
+        stale = dict(entry, env=dict(entry.get("env") or {}, PATH=os.pathsep.join(["/elsewhere", "/bin"])))
+        with open(client, "w", encoding="utf-8") as f:
+            json.dump({"mcpServers": {old: stale}}, f, indent=2)
+        proc = subprocess.run(SERVER + ["install", "--client", "claude-desktop", "--write"] + words,
+                              capture_output=True, text=True, timeout=WAIT * 2, stdin=subprocess.DEVNULL,
+                              env=dict(self.env, APPDATA=appdata, XDG_CONFIG_HOME=appdata), cwd=self.dir)
+        self.assertIn("replaced %s (named %s before) in %s" % (new, old, client), proc.stdout)
+        self.assertNotIn("also has", proc.stderr + proc.stdout)
         # review23: one the person edited since (their env, `disabled`) is theirs: kept as it is, and said
         edited = dict(entry, env={"GITHUB_TOKEN": "t"}, disabled=False)
         with open(client, "w", encoding="utf-8") as f:
