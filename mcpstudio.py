@@ -17666,8 +17666,9 @@ def write_file_atomically(path, text):
     except OSError as exc:  # a read-only folder or store
         raise McpStudioError("cannot write %s: %s; nothing was changed" % (shown, exc.strerror or exc)) from None
     try:
-        if saved:
-            shutil.copy2(path, saved)
+        if saved:  # (not copy2: on Windows 3.12+ it is CopyFile2, which Wine 8 lacks, and the tests run there)
+            shutil.copyfile(path, saved)
+            shutil.copystat(path, saved)
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
             f.write(text)
             f.flush()
