@@ -6459,8 +6459,14 @@ class Catalog:
 
     def _publish(self, source, items, routes, out):
         """Give each item a client-safe public name, distinct from those in `routes`."""
+        claims = {item["name"] for item in items if item["name"] not in routes
+                  and safe_name(item["name"], self.max_name_length) == item["name"]}
+        taken = set(routes) | claims  # a name already safe for clients is its own: a respelled one never takes it
         for item in items:
-            public = safe_name(item["name"], self.max_name_length, routes)
+            mine = item["name"] in claims
+            claims.discard(item["name"])
+            public = item["name"] if mine else safe_name(item["name"], self.max_name_length, taken)
+            taken.add(public)
             routes[public] = (source, item["name"])
             out.append(dict(item, name=public) if public != item["name"] else item)
 
@@ -8767,6 +8773,19 @@ class UpstreamPlan:
         self.specs, self.namespaces, self.default, self.default_key = specs, namespaces, default, default_key
         self.permissions = permissions or {}  # (namespace, server id, tool) -> enabled: toolPermissions
         self.places = places or {}  # the same keys -> "file: toolPermissions[i].toolName", for unmatched_rules
+        self.exact = {}  # server id -> the public names its last listing gives its tools (learn): exact names win
+
+    def learn(self, spec, names, separator):
+        """Remember the public names (its entry's overrides applied) of `spec`'s listed tool `names`: a namespace's
+        rule keyed by a client's spelling matches a tool only when no tool of that server has that exact name."""
+        self.exact[spec.id] = {self.curation(None, spec, name, separator)[1] if spec.overrides else
+                               spec.public_name(name, separator) for name in names}
+
+    def _spellings(self, spec, *names):
+        """`names` and their client spellings, but not a spelling that is exactly another tool's name (learn)."""
+        exact = self.exact.get(spec.id, ())
+        return tuple(dict.fromkeys(names + tuple(
+            spelled for spelled in map(client_spelling, names) if spelled in names or spelled not in exact)))
 
     def every_server(self):
         """This plan without its namespaces: every server, whichever namespace a client picks."""
@@ -8829,7 +8848,7 @@ class UpstreamPlan:
         own = curated[len(spec.prefix + separator):] if spec.prefix and curated.startswith(spec.prefix + separator) \
             else curated  # the curated name as a server's rules name its tools: without its prefix
         if not _passes_any({original, own}, spec.allow, spec.deny) or (entry and not _passes_any(
-                {public, curated, client_spelling(public), client_spelling(curated)}, entry["allow"], entry["deny"])):
+                self._spellings(spec, public, curated), entry["allow"], entry["deny"])):
             return ""
         return self.denial(namespace, spec, original, (own,))
 
@@ -8842,7 +8861,7 @@ class UpstreamPlan:
         own = next((override["name"] for override, _, _ in reversed(layers) if "name" in override), original)
         public = spec.public_name(own, separator)
         entry = self.namespaces.get(namespace) or {}
-        more = override_layers(entry.get("overrides") or (), public, client_spelling(public))  # as listed too
+        more = override_layers(entry.get("overrides") or (), *self._spellings(spec, public))  # as listed too
         return layers + more, next((override["name"] for override, _, _ in reversed(more) if "name" in override), public)
 
 
@@ -12541,6 +12560,8 @@ class ManagerTools:
         """What servers_list says of one server (its curated tools too: public name -> the server's name)."""
         known = up.known()
         namespace, curated = self.namespace, {}
+        if known:
+            namespace.plan.learn(up.spec, [tool["name"] for tool in known.get("tools", ())], namespace.separator)
         for tool in (known or {}).get("tools", ()) if up.spec.overrides or namespace.overrides() else ():
             layers, public = namespace.plan.curation(namespace.name, up.spec, tool["name"], namespace.separator)
             if layers and namespace.left_out(up.spec, tool["name"]) is None:
@@ -13392,6 +13413,7 @@ class Aggregator(Source):
         served = []  # each tool's public name before the namespace's overrides (what they name)
         for upstream in sorted(self._active(), key=lambda u: not u.spec.prefix):  # prefixed names are claimed first
             spec, known = upstream.spec, upstream.known_items("tools")
+            self.namespace.plan.learn(spec, [tool["name"] for tool in known], self.separator)
             if upstream.known() is not None:  # no listing yet (never started, no cache): nothing to check against
                 checked = ("against the tools it listed when it started" if upstream.listing is not None
                            else "against its cached listing; again when it starts")
@@ -13505,6 +13527,9 @@ class Aggregator(Source):
         entry = upstream = None
         try:
             upstream = self._upstream(route[1])
+            if upstream.spec.id not in self.namespace.plan.exact:  # a reload's new plan: its listing's names first
+                self.namespace.plan.learn(upstream.spec, [tool["name"] for tool in upstream.known_items("tools")],
+                                          self.separator)
             self.namespace.check_permitted(upstream.spec, name, original)
             if curated:  # checked against the schema the model saw, then sent as the server expects it
                 arguments = curated.arguments(arguments)
@@ -13767,6 +13792,7 @@ def served_tool_count(plan: UpstreamPlan, namespace, listings, separator, local=
     count = local + (len(MANAGER_TOOLS) if manager and plan.specs else 0)
     for spec in plan.specs:
         if not spec.disabled and not spec.error and (members is None or spec.id in members):
+            plan.learn(spec, listings.get(spec.id, ()), separator)
             count += sum(plan.left_out(namespace, spec, name, separator) is None for name in listings.get(spec.id, ()))
     return count
 
@@ -13777,6 +13803,8 @@ def rename_collisions(plan: UpstreamPlan, namespace, listings, separator, reserv
     what status, check and the TUI's details show (a tool its schema refuses claims no name, as in serve)."""
     members = plan.namespaces[namespace]["servers"] if namespace in plan.namespaces else None
     shown = []  # (server id, own name, public name, the key that renamed it or None)
+    for spec in plan.specs:
+        plan.learn(spec, [tool["name"] for tool in listings.get(spec.id, ())], separator)
     for spec in plan.specs:
         if spec.disabled or spec.error or (members is not None and spec.id not in members):
             continue
@@ -18329,6 +18357,7 @@ def review_overrides(plan: UpstreamPlan, namespace, listings, separator, log: Lo
         if spec.id not in listings:
             continue
         tools = listings[spec.id]
+        plan.learn(spec, [tool["name"] for tool in tools], separator)
         view.unmatched(spec.overrides, [tool["name"] for tool in tools], "server `%s`" % spec.id,
                        "against its cached listing; `status --check` lists it again")
         view.unmatched_rules(spec, tools, "against its cached listing; `status --check` lists it again")

@@ -14703,6 +14703,39 @@ class CurationTests(AggregatorCase):
         for text in (stderr, out.stderr):
             self.assertNotIn("lists no tool", text)
 
+    # Review22 #1: a server listing both `dotted.name/x` and `dotted_name_x` (both spelled `gh__dotted_name_x` to a
+    # client): a namespace's allow, deny or override of `gh__dotted_name_x` names the tool of that exact name only
+    # (the client spelling matched both: an allow-list let `dotted.name/x` in, under the allowed name), and the
+    # listed `gh__dotted_name_x` is the tool really called that.
+    def test_an_exact_name_wins_over_a_client_spelling(self):
+        gh = self.upstream("gh", "--more-tools", "dotted_name_x")
+        data = {"mcpServers": {"gh": gh}, "namespaces": {
+            "a": {"servers": ["gh"], "tools": {"allow": ["gh__dotted_name_x"]}},
+            "d": {"servers": ["gh"], "tools": {"deny": ["gh__dotted_name_x"]},
+                  "overrides": {"gh__dotted_name_x": {"description": "Only the exact one."}}}}}
+        with self.serve(data, "--namespace", "a") as server:
+            server.initialize()
+            names = [tool["name"] for tool in server.request("tools/list")["result"]["tools"]]
+            self.assertEqual([name for name in names if name.startswith("gh__")], ["gh__dotted_name_x"])
+            self.assertEqual(text_of(server.call("gh__dotted_name_x", {})), "dotted_name_x called")
+        data["namespaces"]["d"]["tools"] = {}
+        with self.serve(data, "--namespace", "d") as server:
+            server.initialize()
+            tools = {tool["name"]: tool for tool in server.request("tools/list")["result"]["tools"]}
+            self.assertEqual(tools["gh__dotted_name_x"]["description"], "[gh] Only the exact one.")
+            self.assertEqual(text_of(server.call("gh__dotted_name_x", {})), "dotted_name_x called")
+            other = [name for name in tools if name.startswith("gh__dotted_name_x_")]
+            self.assertEqual(len(other), 1, sorted(tools))
+            self.assertNotEqual(tools[other[0]]["description"], "[gh] Only the exact one.")
+            self.assertEqual(text_of(server.call(other[0], {})), "dotted.name/x called")
+        data["namespaces"]["d"]["tools"] = {"deny": ["gh__dotted_name_x"]}
+        with self.serve(data, "--namespace", "d") as server:
+            server.initialize()
+            names = [tool["name"] for tool in server.request("tools/list")["result"]["tools"]]
+            self.assertIn("gh__echo", names)
+            self.assertEqual([name for name in names if name.startswith("gh__dotted")], ["gh__dotted_name_x"])
+            self.assertEqual(text_of(server.call("gh__dotted_name_x", {})), "dotted.name/x called")
+
     # A server entry's rename written with the prefix (as a namespace's takes it) is served as written, the prefix
     # twice, and serve and check say so, with the key and the name to write.
     def test_a_server_rename_with_the_prefix_is_a_warning(self):
