@@ -8796,18 +8796,24 @@ class UpstreamPlan:
         for it that name none of its listed `tools`, by its own name or its curated one (without the prefix, as
         those rules name tools): a rule for a tool it does not have denies or allows nothing."""
         import difflib
+        rules = self.rules(namespace, spec)
+        if not rules:  # the common case: nothing to check, no curation pass
+            return []
         names = set()
         for tool in tools:
             curated = self.curation(namespace, spec, tool["name"], separator)[1] if spec.overrides or (
                 (self.namespaces.get(namespace) or {}).get("overrides")) else tool["name"]
             names |= {tool["name"], curated[len(spec.prefix + separator):] if spec.prefix and curated.startswith(
                 spec.prefix + separator) else curated}
-        rules = [("%s[%d]" % (_join(spec.denied_place, "deniedTools"), index), name)
-                 for index, name in enumerate(spec.denied_tools)]
-        rules += [(self.places.get(key, "toolPermissions"), key[2]) for key in self.permissions
-                  if key[:2] == (namespace, spec.id)]
         return [(place, name, difflib.get_close_matches(name, sorted(names), 3, 0.5))
                 for place, name in rules if name not in names]
+
+    def rules(self, namespace, spec):
+        """[("file: key", tool name)] of `spec`'s deniedTools and of `namespace`'s toolPermissions for it."""
+        rules = [("%s[%d]" % (_join(spec.denied_place, "deniedTools"), index), name)
+                 for index, name in enumerate(spec.denied_tools)]
+        return rules + [(self.places.get(key, "toolPermissions"), key[2]) for key in self.permissions
+                        if key[:2] == (namespace, spec.id)]
 
     def denial(self, namespace, spec, tool, names=()):
         """Why `tool` of `spec` is denied in `namespace` (None: it is allowed); `names`: its curated name too.
@@ -13199,6 +13205,7 @@ class Aggregator(Source):
         self.cache_dir = cache_dir or user_cache_dir()
         self._tools = {}        # listed name -> ("local", source, name) / ("upstream", Upstream, name) / ("manager", name)
         self._denied = {}       # name -> why: tools a permission leaves out (calls get TOOL_DENIED)
+        self._checked = {}      # server id -> (plan, spec, listing) its names were learned and its rules checked for
         self._uris = {}         # resource uri -> Upstream
         self._prompt_routes = {}
         self.watch = ConfigWatch(config_path, watch_interval, log, self.reload)
@@ -13413,8 +13420,13 @@ class Aggregator(Source):
         served = []  # each tool's public name before the namespace's overrides (what they name)
         for upstream in sorted(self._active(), key=lambda u: not u.spec.prefix):  # prefixed names are claimed first
             spec, known = upstream.spec, upstream.known_items("tools")
-            self.namespace.plan.learn(spec, [tool["name"] for tool in known], self.separator)
-            if upstream.known() is not None:  # no listing yet (never started, no cache): nothing to check against
+            checked_for = (self.namespace.plan, spec, known)  # what the learning and the warnings depend on
+            fresh = len(self._checked.get(spec.id, ())) != 3 or any(
+                a is not b for a, b in zip(self._checked[spec.id], checked_for))
+            self._checked[spec.id] = checked_for
+            if fresh:  # once per listing (or plan) change, not per tools/list
+                self.namespace.plan.learn(spec, [tool["name"] for tool in known], self.separator)
+            if fresh and upstream.known() is not None:  # no listing yet (never started, no cache): nothing to check
                 checked = ("against the tools it listed when it started" if upstream.listing is not None
                            else "against its cached listing; again when it starts")
                 self.namespace.unmatched(spec.overrides, [tool["name"] for tool in known], "server `%s`" % spec.id,

@@ -14660,11 +14660,13 @@ class CurationTests(AggregatorCase):
                     "`gh__`)", '%s: mcpServers.gh.deniedTools[1]: server `gh` lists no tool "ech"' % path]
         with self.serve(data) as server:
             server.initialize()
-            names = [tool["name"] for tool in server.request("tools/list")["result"]["tools"]]
+            for _ in range(3):  # checked once per listing, said once
+                names = [tool["name"] for tool in server.request("tools/list")["result"]["tools"]]
             self.assertIn("gh__file_bug", names)  # the rule did nothing, as the warning says
             self.assertNotIn("gh__crash", names)
             stderr = server.stderr_when(lambda text: all(warning in text for warning in warnings))
         self.assertNotIn('no tool "crash"', stderr)
+        self.assertEqual(stderr.count(warnings[0]), 1, stderr)
         for command in ("status", "check"):
             out = subprocess.run(SERVER + [command, "--config", path], capture_output=True, text=True, timeout=WAIT,
                                  env=self.env)  # against the listing serve cached
@@ -14676,6 +14678,26 @@ class CurationTests(AggregatorCase):
         out = subprocess.run(SERVER + ["check", "--config", self.write(data)], capture_output=True, text=True,
                              timeout=WAIT, env=self.env)
         self.assertNotIn("lists no tool", out.stderr)
+
+    # Review22 #3: the rules a listing is checked against (UpstreamPlan.rules): none for a server without
+    # deniedTools or toolPermissions, so a listing of it costs no curation pass; a namespace's permissions only there.
+    def test_which_rules_a_listing_is_checked_against(self):
+        import mcpstudio
+        data = {"mcpServers": {"a": dict(self.upstream("a"), deniedTools=["x", "y"]), "b": self.upstream("b"),
+                               "c": self.upstream("c")},
+                "namespaces": {"work": {"servers": ["a", "b", "c"]}, "home": {"servers": ["b"]}},
+                "toolPermissions": [{"namespace": "work", "server": "b", "toolName": "echo", "enabled": False}]}
+        path = self.write(data)
+        loader = mcpstudio.ConfigLoader(path, environ=self.env)
+        plan = mcpstudio.read_upstreams(loader, loader.read(), None)
+        specs = {spec.id: spec for spec in plan.specs}
+        for namespace, server, names in (("work", "a", ["x", "y"]), (None, "a", ["x", "y"]), ("work", "b", ["echo"]),
+                                         ("home", "b", []), (None, "b", []), ("work", "c", [])):
+            with self.subTest(namespace=namespace, server=server):
+                self.assertEqual([name for _, name in plan.rules(namespace, specs[server])], names)
+                self.assertEqual(plan.unmatched_rules(namespace, specs[server], [{"name": "echo"}], "__"),
+                                 [(place, name, []) for place, name in plan.rules(namespace, specs[server])
+                                  if name != "echo"])
 
     # A tool whose upstream name has characters clients reject (`dotted.name/x`) is listed as `gh__dotted_name_x`:
     # a namespace's override and its `tools` filter written for that name, the one the client sees, apply to it
