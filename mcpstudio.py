@@ -13809,9 +13809,16 @@ def served_tool_count(plan: UpstreamPlan, namespace, listings, separator, local=
     return count
 
 
+def renames_any(plan: UpstreamPlan, namespace):
+    """Whether an override of a server entry or of `namespace` renames a tool (else no rename collides)."""
+    overrides = [override for spec in plan.specs for _, override, _ in spec.overrides]
+    return any("name" in override for override in overrides + [
+        override for _, override, _ in (plan.namespaces.get(namespace) or {}).get("overrides") or ()])
+
+
 def rename_collisions(plan: UpstreamPlan, namespace, listings, separator, reserved=()):
     """{(server id, the tool's own name): why} of each rename serve's tools/list refuses in `namespace` since the
-    name it wants is another tool's (or in `reserved`: the manager tools'), against `listings` (id -> tools);
+    name it wants is another tool's (or in `reserved`: the manager and local tools'), against `listings` (id -> tools);
     what status, check and the TUI's details show (a tool its schema refuses claims no name, as in serve)."""
     members = plan.namespaces[namespace]["servers"] if namespace in plan.namespaces else None
     shown = []  # (server id, own name, public name, the key that renamed it or None)
@@ -13839,7 +13846,12 @@ def rename_collisions(plan: UpstreamPlan, namespace, listings, separator, reserv
 
 def local_tool_count(sources):
     """The tools of a config's own sources known before serving (script folders are scanned when served)."""
-    return sum(len(source.tools) for source in sources if isinstance(source, TemplateTools))
+    return len(local_tool_names(sources))
+
+
+def local_tool_names(sources):
+    """The names of those tools: listed before the servers', so no rename may take one (rename_collisions)."""
+    return [name for source in sources if isinstance(source, TemplateTools) for name in source.tools]
 
 
 # --------------------------------------------------------------------------
@@ -18399,10 +18411,11 @@ def review_overrides(plan: UpstreamPlan, namespace, listings, separator, log: Lo
 
 
 def print_status(path, plan: UpstreamPlan, requested, checks=None, log=None, search=(None, TOOL_SEARCH_THRESHOLD),
-                 local=0, separator="__", forced=None, manager=True, sign_in=None, tally=None):
+                 local=0, separator="__", forced=None, manager=True, sign_in=None, tally=None, local_names=()):
     """The table of `status`: servers, cached tool counts (or --check results), sign-in, namespaces and who may
     use each, what a client's tools/list holds (`local`: the config's own tools; `forced`: --tool-search), the
-    curated tools, and the counters of each running `serve` of the config. Returns status's exit code; `tally`
+    curated tools (`local_names`: the config's own tools' names, which no rename may take), and the counters of
+    each running `serve` of the config. Returns status's exit code; `tally`
     (a Counter), when given, gets "refused": the overrides it refused (check counts them among its problems)."""
     namespace, how, error = select_namespace(plan.namespaces, requested, plan.default, plan.default_key)
     print("config: %s" % path)
@@ -18497,7 +18510,8 @@ def print_status(path, plan: UpstreamPlan, requested, checks=None, log=None, sea
                                                 "every signed-in person")))
     else:
         print("\ntools: %s" % summary(None, None))
-    reserved = {MANAGER_PREFIX + separator + tool[0] for tool in MANAGER_TOOLS} if manager and plan.specs else ()
+    reserved = set(local_names) | ({MANAGER_PREFIX + separator + tool[0] for tool in MANAGER_TOOLS}
+                                   if manager and plan.specs else set())
     curated, refused = review_overrides(plan, namespace, listings, separator, log, reserved) if not error else ([], 0)
     if curated:
         print("\ncurated tools (overrides, as cached listings show them):")
@@ -18578,7 +18592,7 @@ def check_config(path, log: Log, options):
         tally = collections.Counter()  # the overrides the table refuses, against the cached listings
         print_status(hub.config_path, hub.namespace.plan, options["namespace"], log=log, search=hub.tool_search,
                      local=local_tool_count(hub.local), separator=hub.separator, forced=options["tool_search"],
-                     manager=hub.manager_tools, tally=tally)
+                     manager=hub.manager_tools, tally=tally, local_names=local_tool_names(hub.local))
         plan = hub.namespace.plan
         refused += sum(1 for spec in plan.specs if spec.error and not spec.disabled) + bool(hub.namespace.refusal)
         refused += tally["refused"]
@@ -18641,7 +18655,8 @@ def status_command(path, log: Log, options):
         checks = asyncio.run(check())
     return print_status(path, plan, options["namespace"], checks, log=log, search=info["tool_search"],
                         local=local_tool_count(local), separator=info["separator"], forced=options["tool_search"],
-                        manager=not options["no_manager_tools"], sign_in=info["sign_in"])
+                        manager=not options["no_manager_tools"], sign_in=info["sign_in"],
+                        local_names=local_tool_names(local))
 
 
 # --------------------------------------------------------------------------
@@ -18712,6 +18727,8 @@ class Board:
         self.log = _TuiLog()
         self.runner = ProcessRunner(self.log)
         self.results = {}  # (server id, tool) -> the last call's text, or None while it runs
+        self.caches = {}  # a listing cache's path -> ((mtime, size), what it held): read again when it changes
+        self.taken = ((), {})  # (what it depends on, rename_collisions of the shown namespace): see collisions()
         self.loop = asyncio.new_event_loop()
         threading.Thread(target=self._run_loop, name="mcpstudio-tui", daemon=True).start()
         self.hub = self.run(self._open())
@@ -18737,6 +18754,7 @@ class Board:
         """The config again: the whole plan for the screen, and every server (no namespace) for the hub."""
         _, local, info, self.plan = _config_plan(self.path, self.log, self.runner)
         self.local, self.search = local_tool_count(local), info["tool_search"]  # for count()
+        self.local_names = local_tool_names(local)  # no rename may take one (collisions)
         if self.shown not in self.plan.namespaces:
             self.shown = select_namespace(self.plan.namespaces, None, self.plan.default, self.plan.default_key)[0]
         return [], self.plan.every_server(), None
@@ -18762,8 +18780,35 @@ class Board:
     # -- what the screen shows ---------------------------------------------------------------
 
     def listing(self, upstream):
-        """The server's tools: live, else from the listing cache (whatever client it was listed for)."""
-        return upstream and (upstream.listing or upstream.cache.read()) or None
+        """The server's tools: live, else from the listing cache (whatever client it was listed for), read again
+        only when the file changed (the screen asks every TUI_TICK_MS)."""
+        if not upstream or upstream.listing:
+            return upstream and upstream.listing or None
+        try:
+            info = os.stat(upstream.cache.path)
+            stamp = (info.st_mtime_ns, info.st_size)
+        except OSError:
+            stamp = None
+        seen = self.caches.get(upstream.cache.path)
+        if seen is None or seen[0] != stamp:
+            seen = self.caches[upstream.cache.path] = (stamp, upstream.cache.read())
+        return seen[1] or None
+
+    def collisions(self):
+        """rename_collisions of the shown namespace (its manager and local tools reserved), computed again only
+        when the plan, the namespace or a server's listing changed ({} when no override renames a tool); the plan
+        learns the listings' exact names then too (UpstreamPlan.learn)."""
+        listings = tuple(_object(self.listing(self.hub.upstreams.get(spec.id))).get("tools", ())
+                         for spec in self.plan.specs)
+        key = (self.plan, self.shown) + listings
+        if len(key) != len(self.taken[0]) or any(a is not b for a, b in zip(key, self.taken[0])):
+            for spec, tools in zip(self.plan.specs, listings):
+                self.plan.learn(spec, [tool["name"] for tool in tools], self.hub.separator)
+            reserved = set(self.local_names) | {MANAGER_PREFIX + self.hub.separator + tool[0] for tool in MANAGER_TOOLS}
+            self.taken = (key, rename_collisions(self.plan, self.shown, {
+                spec.id: tools for spec, tools in zip(self.plan.specs, listings)}, self.hub.separator, reserved)
+                if renames_any(self.plan, self.shown) else {})
+        return self.taken[1]
 
     def count(self):
         """What a client's tools/list holds in the shown namespace, counted as serve and status count (of
@@ -18799,9 +18844,7 @@ class Board:
         spec = self._spec(server_id)
         listing = self.listing(self.hub.upstreams.get(server_id)) or {}
         tools, running = [], list(RunningStats.running(self.path))
-        taken = rename_collisions(self.plan, self.shown, {other.id: _object(self.listing(self.hub.upstreams.get(
-            other.id))).get("tools", ()) for other in self.plan.specs}, self.hub.separator, {
-            MANAGER_PREFIX + self.hub.separator + tool[0] for tool in MANAGER_TOOLS})
+        taken = self.collisions()
         for tool in listing.get("tools", ()):
             shown, public, renamed = tool, spec.public_name(tool["name"], self.hub.separator), False
             try:  # as the shown namespace's tools/list gives it (overrides): its name, description and schema

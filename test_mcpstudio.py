@@ -14699,6 +14699,72 @@ class CurationTests(AggregatorCase):
                                  [(place, name, []) for place, name in plan.rules(namespace, specs[server])
                                   if name != "echo"])
 
+    # Review22 #2: a namespace rename to the name of the config file's own tool is refused by serve, and status,
+    # check and the TUI's details say so (they showed it as curated: only the manager tools were reserved).
+    def test_a_rename_to_a_local_tool_name_is_refused_everywhere(self):
+        data = {"tools": [{"name": "uptime", "command": "echo up"}], "mcpServers": {"gh": self.upstream("gh")},
+                "namespaces": {"work": {"servers": ["gh"], "overrides": {"gh__echo": {"name": "uptime"}}}}}
+        path = self.write(data)
+        why = "%s: namespaces.work.overrides.gh__echo.name: `uptime` is also the name of another tool" % path
+        with self.serve(data) as server:
+            server.initialize()
+            names = [tool["name"] for tool in server.request("tools/list")["result"]["tools"]]
+            self.assertEqual((names.count("uptime"), "gh__echo" in names), (1, False))
+            server.stderr_when(lambda text: why in text)
+        for command in ("status", "check"):
+            out = subprocess.run(SERVER + [command, "--config", path], capture_output=True, text=True, timeout=WAIT,
+                                 env=self.env)  # from the listing serve cached
+            self.assertEqual(out.returncode, 1, out.stdout + out.stderr)
+            self.assertIn("  gh__echo: refused: %s" % why, out.stdout)
+            self.assertNotRegex(out.stdout, r"\n  uptime +echo of server gh")
+        from unittest import mock
+        with mock.patch.dict(os.environ, XDG_CACHE_HOME=self.env["XDG_CACHE_HOME"]):
+            board = mcpstudio.Board(path, "work")
+            self.addCleanup(lambda: board.loop.close() if wait_until(lambda: not board.loop.is_running()) else None)
+            self.addCleanup(board.close)
+            echo = {tool["name"]: tool for tool in board.details("gh")["tools"]}["echo"]
+        self.assertEqual((echo["public"], echo["description"]), ("echo", "refused: %s; choose another" % why))
+
+    # Review22 #4: the TUI's details (drawn every TUI_TICK_MS) read a stopped server's cache and check the renames
+    # again only when something they depend on changed; with no override that renames, there is nothing to check.
+    def test_the_boards_rename_check_is_computed_once_per_change(self):
+        data = {"mcpServers": {"gh": self.upstream("gh")},
+                "namespaces": {"work": {"servers": ["gh"], "overrides": {"gh__echo": {"name": "gh__env"}}}}}
+        path = self.write(data)
+        with self.serve(data) as server:  # caches its listing
+            server.initialize()
+            server.request("tools/list")
+        from unittest import mock
+        with mock.patch.dict(os.environ, XDG_CACHE_HOME=self.env["XDG_CACHE_HOME"]):
+            board = mcpstudio.Board(path, "work")
+            self.addCleanup(lambda: board.loop.close() if wait_until(lambda: not board.loop.is_running()) else None)
+            self.addCleanup(board.close)
+            upstream = board.hub.upstreams["gh"]
+            first = board.details("gh")["tools"]
+            taken, listing = board.collisions(), board.listing(upstream)
+            self.assertEqual(list(taken), [("gh", "echo")])
+            self.assertIsNotNone(listing)
+            self.assertEqual(board.details("gh")["tools"], first)
+            self.assertIs(board.collisions(), taken)  # not computed again
+            self.assertIs(board.listing(upstream), listing)  # not read again
+            with open(upstream.cache.path, encoding="utf-8") as f:
+                entry = json.load(f)
+            entry["tools"] = [tool for tool in entry["tools"] if tool["name"] != "env"]
+            with open(upstream.cache.path, "w", encoding="utf-8") as f:
+                json.dump(entry, f)
+            self.assertIsNot(board.listing(upstream), listing)  # the file changed: read again
+            self.assertEqual(board.collisions(), {})  # `gh__env` is free now
+        for overrides, renames in (({}, False), ({"gh__echo": {"description": "d"}}, False),
+                                   ({"gh__echo": {"name": "say"}}, True)):
+            with self.subTest(overrides=overrides):
+                data["namespaces"]["work"]["overrides"] = overrides
+                loader = mcpstudio.ConfigLoader(self.write(data), environ=self.env)
+                plan = mcpstudio.read_upstreams(loader, loader.read(), None)
+                self.assertEqual((mcpstudio.renames_any(plan, "work"), mcpstudio.renames_any(plan, None)), (renames, False))
+        data["mcpServers"]["gh"]["overrides"] = {"echo": {"name": "say"}}
+        loader = mcpstudio.ConfigLoader(self.write(data), environ=self.env)
+        self.assertTrue(mcpstudio.renames_any(mcpstudio.read_upstreams(loader, loader.read(), None), None))
+
     # A tool whose upstream name has characters clients reject (`dotted.name/x`) is listed as `gh__dotted_name_x`:
     # a namespace's override and its `tools` filter written for that name, the one the client sees, apply to it
     # (they named only `gh__dotted.name/x`: the deny let the tool through, the override warned "lists no tool").
