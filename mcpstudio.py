@@ -13444,10 +13444,10 @@ class Aggregator(Source):
                         curated, public, renamed_by = self.namespace.curate(spec, tool)
                     except ConfigError as exc:
                         why = str(exc)
-                        self.namespace.refused(name, why)
+                        self.namespace.refused(client_spelling(given), why)  # as clients knew it
                 if why is not None:
-                    if why:  # a call by either name is told why
-                        denied[name] = denied[self.namespace.curate_name(spec, original)] = why
+                    for known_as in {name, given, self.namespace.curate_name(spec, original)} if why else ():
+                        denied[known_as] = denied[client_spelling(known_as)] = why  # a call by any name is told why
                     continue
                 entries.append((upstream, tool, public if renamed_by else name, curated, renamed_by))
         claimed = collections.Counter(entry[2] for entry in entries)
@@ -13455,10 +13455,12 @@ class Aggregator(Source):
             original = tool["name"]
             if renamed_by and (name in table or claimed[name] > 1):  # a new name must be free: refused, never renamed
                 why = "%s: `%s` is also the name of another tool; choose another" % (renamed_by, name)
-                before = upstream.spec.public_name(original, self.separator)
-                self.namespace.refused(before, why)
-                denied.setdefault(name, why)
-                denied.setdefault(before, why)  # a call by the name it had is told why, as a refused override's is
+                spec = upstream.spec
+                before = self.namespace.plan.curation(None, spec, original, self.separator)[1] if spec.overrides \
+                    else spec.public_name(original, self.separator)  # the name it had: its server entry's
+                self.namespace.refused(client_spelling(before), why)
+                for known_as in (name, before, client_spelling(before), spec.public_name(original, self.separator)):
+                    denied.setdefault(known_as, why)  # a call by the name it had is told why, as a refused override's is
                 continue
             if name in table:  # never shadowed: the later one is renamed
                 name = self.namespace.rename(upstream.spec, original, table)
@@ -18391,7 +18393,7 @@ def review_overrides(plan: UpstreamPlan, namespace, listings, separator, log: Lo
             served += {given, client_spelling(given)}  # a namespace's key may spell it as it is listed
             if plan.left_out(namespace, spec, tool["name"], separator) is not None:
                 continue
-            before = spec.public_name(tool["name"], separator)
+            before = client_spelling(given)  # the name it had, as clients knew it: its server entry's
             try:
                 curated, public, _ = view.curate(spec, tool)
             except ConfigError as exc:

@@ -14725,6 +14725,35 @@ class CurationTests(AggregatorCase):
             echo = {tool["name"]: tool for tool in board.details("gh")["tools"]}["echo"]
         self.assertEqual((echo["public"], echo["description"]), ("echo", "refused: %s; choose another" % why))
 
+    # Review22 #5/#6: a refused rename is said, told to a call and shown by status under the name clients knew:
+    # the client's spelling of a name they reject (not `gh__dotted.name/x`), and the name the server entry gave
+    # (`gh__file_bug`, the namespace override's own key; not the upstream `gh__create_issue`).
+    def test_a_refused_rename_is_told_by_the_name_clients_knew(self):
+        gh = dict(self.upstream("gh", "--issue-tool"), overrides={"create_issue": {"name": "file_bug"}})
+        data = {"mcpServers": {"gh": gh}, "namespaces": {"work": {"servers": ["gh"], "overrides": {
+            "gh__dotted_name_x": {"name": "gh__echo"}, "gh__file_bug": {"name": "gh__echo"}}}}}
+        path = self.write(data)
+        keys = {"gh__dotted_name_x": "namespaces.work.overrides.gh__dotted_name_x.name",
+                "gh__file_bug": "namespaces.work.overrides.gh__file_bug.name"}
+        with self.serve(data) as server:
+            server.initialize()
+            names = [tool["name"] for tool in server.request("tools/list")["result"]["tools"]]
+            self.assertIn("gh__echo", names)
+            for known, key in keys.items():
+                self.assertNotIn(known, names)
+                reply = server.request("tools/call", {"name": known, "arguments": {}})
+                self.assertEqual(reply["error"]["code"], -32006, reply)
+                self.assertIn("%s: %s: `gh__echo` is also the name of another tool" % (path, key), reply["error"]["message"])
+            stderr = server.stderr_when(lambda text: text.count("is also the name of another tool") >= 2)
+        for known, key in keys.items():
+            self.assertIn("tool %s is not listed: %s: %s" % (known, path, key), stderr)
+        self.assertNotIn("gh__dotted.name/x is not listed", stderr)
+        self.assertNotIn("gh__create_issue is not listed", stderr)
+        out = subprocess.run(SERVER + ["status", "--config", path], capture_output=True, text=True, timeout=WAIT,
+                             env=self.env)
+        for known, key in keys.items():
+            self.assertIn("  %s: refused: %s: %s: `gh__echo`" % (known, path, key), out.stdout)
+
     # Review22 #4: the TUI's details (drawn every TUI_TICK_MS) read a stopped server's cache and check the renames
     # again only when something they depend on changed; with no override that renames, there is nothing to check.
     def test_the_boards_rename_check_is_computed_once_per_change(self):
