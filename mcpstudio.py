@@ -13444,7 +13444,7 @@ class Aggregator(Source):
                         curated, public, renamed_by = self.namespace.curate(spec, tool)
                     except ConfigError as exc:
                         why = str(exc)
-                        self.namespace.refused(client_spelling(given), why)  # as clients knew it
+                        self.namespace.refused(client_spelling(name), why)  # as clients would see it
                 if why is not None:
                     for known_as in {name, given, self.namespace.curate_name(spec, original)} if why else ():
                         denied[known_as] = denied[client_spelling(known_as)] = why  # a call by any name is told why
@@ -13455,11 +13455,12 @@ class Aggregator(Source):
             original = tool["name"]
             if renamed_by and (name in table or claimed[name] > 1):  # a new name must be free: refused, never renamed
                 why = "%s: `%s` is also the name of another tool; choose another" % (renamed_by, name)
-                spec = upstream.spec
+                spec, upstream_name = upstream.spec, upstream.spec.public_name(original, self.separator)
                 before = self.namespace.plan.curation(None, spec, original, self.separator)[1] if spec.overrides \
-                    else spec.public_name(original, self.separator)  # the name it had: its server entry's
+                    else upstream_name  # the name it had: its server entry's, unless that is the refused rename
+                before = upstream_name if before == name else before
                 self.namespace.refused(client_spelling(before), why)
-                for known_as in (name, before, client_spelling(before), spec.public_name(original, self.separator)):
+                for known_as in (name, before, client_spelling(before), upstream_name):
                     denied.setdefault(known_as, why)  # a call by the name it had is told why, as a refused override's is
                 continue
             if name in table:  # never shadowed: the later one is renamed
@@ -18393,7 +18394,7 @@ def review_overrides(plan: UpstreamPlan, namespace, listings, separator, log: Lo
             served += {given, client_spelling(given)}  # a namespace's key may spell it as it is listed
             if plan.left_out(namespace, spec, tool["name"], separator) is not None:
                 continue
-            before = client_spelling(given)  # the name it had, as clients knew it: its server entry's
+            before = client_spelling(spec.public_name(tool["name"], separator))
             try:
                 curated, public, _ = view.curate(spec, tool)
             except ConfigError as exc:
@@ -18401,6 +18402,7 @@ def review_overrides(plan: UpstreamPlan, namespace, listings, separator, log: Lo
                 refused += 1
                 continue
             if (spec.id, tool["name"]) in taken:  # as list_tools refuses it: under the name it had
+                before = client_spelling(given) if given != public else before  # the server entry's, unless refused
                 lines.append("  %s: refused: %s" % (before, taken[spec.id, tool["name"]]))
                 refused += 1
             elif curated:
