@@ -13847,14 +13847,15 @@ def rename_collisions(plan: UpstreamPlan, namespace, listings, separator, reserv
             for sid, own, name, renamed_by in shown if renamed_by and (claimed[name] > 1 or name in reserved)}
 
 
-def local_tool_count(sources):
-    """The tools of a config's own sources known before serving (script folders are scanned when served)."""
-    return len(local_tool_names(sources))
-
-
 def local_tool_names(sources):
-    """The names of those tools: listed before the servers', so no rename may take one (rename_collisions)."""
+    """The names of the tools of a config's own sources known before serving (script folders are scanned when
+    served): listed before the servers', so no rename may take one (rename_collisions)."""
     return [name for source in sources if isinstance(source, TemplateTools) for name in source.tools]
+
+
+def local_tool_count(sources):
+    """How many tools of a config's own sources are known before serving (local_tool_names)."""
+    return len(local_tool_names(sources))
 
 
 # --------------------------------------------------------------------------
