@@ -13807,7 +13807,8 @@ def served_tool_count(plan: UpstreamPlan, namespace, listings, separator, local=
     count = local + (len(MANAGER_TOOLS) if manager and plan.specs else 0)
     for spec in plan.specs:
         if not spec.disabled and not spec.error and (members is None or spec.id in members):
-            plan.learn(spec, listings.get(spec.id, ()), separator)
+            if spec.id not in plan.exact:  # the names its listing gives, unless known (Board.collisions keeps them)
+                plan.learn(spec, listings.get(spec.id, ()), separator)
             count += sum(plan.left_out(namespace, spec, name, separator) is None for name in listings.get(spec.id, ()))
     return count
 
@@ -18818,6 +18819,7 @@ class Board:
     def count(self):
         """What a client's tools/list holds in the shown namespace, counted as serve and status count (of
         servers whose tools are known), and the clients whose caps a longer list passes."""
+        self.collisions()  # the plan knows the listings' exact names (learned again only when one changed)
         listings = {spec.id: [tool.get("name") for tool in _object(self.listing(self.hub.upstreams.get(spec.id))).get(
             "tools", ())] for spec in self.plan.specs}
         count = served_tool_count(self.plan, self.shown, listings, self.hub.separator, self.local)
