@@ -6469,8 +6469,14 @@ class Catalog:
 
     def _publish(self, source, items, routes, out):
         """Give each item a client-safe public name, distinct from those in `routes`."""
+        claims = {item["name"] for item in items if item["name"] not in routes
+                  and safe_name(item["name"], self.max_name_length) == item["name"]}
+        taken = set(routes) | claims  # a name already safe for clients is its own: a respelled one never takes it
         for item in items:
-            public = safe_name(item["name"], self.max_name_length, routes)
+            mine = item["name"] in claims
+            claims.discard(item["name"])
+            public = item["name"] if mine else safe_name(item["name"], self.max_name_length, taken)
+            taken.add(public)
             routes[public] = (source, item["name"])
             out.append(dict(item, name=public) if public != item["name"] else item)
 
@@ -8804,6 +8810,19 @@ class UpstreamPlan:
         self.specs, self.namespaces, self.default, self.default_key = specs, namespaces, default, default_key
         self.permissions = permissions or {}  # (namespace, server id, tool) -> enabled: toolPermissions
         self.places = places or {}  # the same keys -> "file: toolPermissions[i].toolName", for unmatched_rules
+        self.exact = {}  # server id -> the public names its last listing gives its tools (learn): exact names win
+
+    def learn(self, spec, names, separator):
+        """Remember the public names (its entry's overrides applied) of `spec`'s listed tool `names`: a namespace's
+        rule keyed by a client's spelling matches a tool only when no tool of that server has that exact name."""
+        self.exact[spec.id] = {self.curation(None, spec, name, separator)[1] if spec.overrides else
+                               spec.public_name(name, separator) for name in names}
+
+    def _spellings(self, spec, *names):
+        """`names` and their client spellings, but not a spelling that is exactly another tool's name (learn)."""
+        exact = self.exact.get(spec.id, ())
+        return tuple(dict.fromkeys(names + tuple(
+            spelled for spelled in map(client_spelling, names) if spelled in names or spelled not in exact)))
 
     def every_server(self):
         """This plan without its namespaces: every server, whichever namespace a client picks."""
@@ -8814,18 +8833,24 @@ class UpstreamPlan:
         for it that name none of its listed `tools`, by its own name or its curated one (without the prefix, as
         those rules name tools): a rule for a tool it does not have denies or allows nothing."""
         import difflib
+        rules = self.rules(namespace, spec)
+        if not rules:  # the common case: nothing to check, no curation pass
+            return []
         names = set()
         for tool in tools:
             curated = self.curation(namespace, spec, tool["name"], separator)[1] if spec.overrides or (
                 (self.namespaces.get(namespace) or {}).get("overrides")) else tool["name"]
             names |= {tool["name"], curated[len(spec.prefix + separator):] if spec.prefix and curated.startswith(
                 spec.prefix + separator) else curated}
-        rules = [("%s[%d]" % (_join(spec.denied_place, "deniedTools"), index), name)
-                 for index, name in enumerate(spec.denied_tools)]
-        rules += [(self.places.get(key, "toolPermissions"), key[2]) for key in self.permissions
-                  if key[:2] == (namespace, spec.id)]
         return [(place, name, difflib.get_close_matches(name, sorted(names), 3, 0.5))
                 for place, name in rules if name not in names]
+
+    def rules(self, namespace, spec):
+        """[("file: key", tool name)] of `spec`'s deniedTools and of `namespace`'s toolPermissions for it."""
+        rules = [("%s[%d]" % (_join(spec.denied_place, "deniedTools"), index), name)
+                 for index, name in enumerate(spec.denied_tools)]
+        return rules + [(self.places.get(key, "toolPermissions"), key[2]) for key in self.permissions
+                        if key[:2] == (namespace, spec.id)]
 
     def denial(self, namespace, spec, tool, names=()):
         """Why `tool` of `spec` is denied in `namespace` (None: it is allowed); `names`: its curated name too.
@@ -8866,7 +8891,7 @@ class UpstreamPlan:
         own = curated[len(spec.prefix + separator):] if spec.prefix and curated.startswith(spec.prefix + separator) \
             else curated  # the curated name as a server's rules name its tools: without its prefix
         if not _passes_any({original, own}, spec.allow, spec.deny) or (entry and not _passes_any(
-                {public, curated, client_spelling(public), client_spelling(curated)}, entry["allow"], entry["deny"])):
+                self._spellings(spec, public, curated), entry["allow"], entry["deny"])):
             return ""
         return self.denial(namespace, spec, original, (own,))
 
@@ -8879,7 +8904,7 @@ class UpstreamPlan:
         own = next((override["name"] for override, _, _ in reversed(layers) if "name" in override), original)
         public = spec.public_name(own, separator)
         entry = self.namespaces.get(namespace) or {}
-        more = override_layers(entry.get("overrides") or (), public, client_spelling(public))  # as listed too
+        more = override_layers(entry.get("overrides") or (), *self._spellings(spec, public))  # as listed too
         return layers + more, next((override["name"] for override, _, _ in reversed(more) if "name" in override), public)
 
 
@@ -12578,6 +12603,8 @@ class ManagerTools:
         """What servers_list says of one server (its curated tools too: public name -> the server's name)."""
         known = up.known()
         namespace, curated = self.namespace, {}
+        if known:
+            namespace.plan.learn(up.spec, [tool["name"] for tool in known.get("tools", ())], namespace.separator)
         for tool in (known or {}).get("tools", ()) if up.spec.overrides or namespace.overrides() else ():
             layers, public = namespace.plan.curation(namespace.name, up.spec, tool["name"], namespace.separator)
             if layers and namespace.left_out(up.spec, tool["name"]) is None:
@@ -13215,6 +13242,7 @@ class Aggregator(Source):
         self.cache_dir = cache_dir or user_cache_dir()
         self._tools = {}        # listed name -> ("local", source, name) / ("upstream", Upstream, name) / ("manager", name)
         self._denied = {}       # name -> why: tools a permission leaves out (calls get TOOL_DENIED)
+        self._checked = {}      # server id -> (plan, spec, listing) its names were learned and its rules checked for
         self._uris = {}         # resource uri -> Upstream
         self._prompt_routes = {}
         self.watch = ConfigWatch(config_path, watch_interval, log, self.reload)
@@ -13429,7 +13457,13 @@ class Aggregator(Source):
         served = []  # each tool's public name before the namespace's overrides (what they name)
         for upstream in sorted(self._active(), key=lambda u: not u.spec.prefix):  # prefixed names are claimed first
             spec, known = upstream.spec, upstream.known_items("tools")
-            if upstream.known() is not None:  # no listing yet (never started, no cache): nothing to check against
+            checked_for = (self.namespace.plan, spec, known)  # what the learning and the warnings depend on
+            fresh = len(self._checked.get(spec.id, ())) != 3 or any(
+                a is not b for a, b in zip(self._checked[spec.id], checked_for))
+            self._checked[spec.id] = checked_for
+            if fresh:  # once per listing (or plan) change, not per tools/list
+                self.namespace.plan.learn(spec, [tool["name"] for tool in known], self.separator)
+            if fresh and upstream.known() is not None:  # no listing yet (never started, no cache): nothing to check
                 checked = ("against the tools it listed when it started" if upstream.listing is not None
                            else "against its cached listing; again when it starts")
                 self.namespace.unmatched(spec.overrides, [tool["name"] for tool in known], "server `%s`" % spec.id,
@@ -13447,10 +13481,10 @@ class Aggregator(Source):
                         curated, public, renamed_by = self.namespace.curate(spec, tool)
                     except ConfigError as exc:
                         why = str(exc)
-                        self.namespace.refused(name, why)
+                        self.namespace.refused(client_spelling(name), why)  # as clients would see it
                 if why is not None:
-                    if why:  # a call by either name is told why
-                        denied[name] = denied[self.namespace.curate_name(spec, original)] = why
+                    for known_as in {name, given, self.namespace.curate_name(spec, original)} if why else ():
+                        denied[known_as] = denied[client_spelling(known_as)] = why  # a call by any name is told why
                     continue
                 entries.append((upstream, tool, public if renamed_by else name, curated, renamed_by))
         claimed = collections.Counter(entry[2] for entry in entries)
@@ -13458,10 +13492,13 @@ class Aggregator(Source):
             original = tool["name"]
             if renamed_by and (name in table or claimed[name] > 1):  # a new name must be free: refused, never renamed
                 why = "%s: `%s` is also the name of another tool; choose another" % (renamed_by, name)
-                before = upstream.spec.public_name(original, self.separator)
-                self.namespace.refused(before, why)
-                denied.setdefault(name, why)
-                denied.setdefault(before, why)  # a call by the name it had is told why, as a refused override's is
+                spec, upstream_name = upstream.spec, upstream.spec.public_name(original, self.separator)
+                before = self.namespace.plan.curation(None, spec, original, self.separator)[1] if spec.overrides \
+                    else upstream_name  # the name it had: its server entry's, unless that is the refused rename
+                before = upstream_name if before == name else before
+                self.namespace.refused(client_spelling(before), why)
+                for known_as in (name, before, client_spelling(before), upstream_name):
+                    denied.setdefault(known_as, why)  # a call by the name it had is told why, as a refused override's is
                 continue
             if name in table:  # never shadowed: the later one is renamed
                 name = self.namespace.rename(upstream.spec, original, table)
@@ -13542,6 +13579,9 @@ class Aggregator(Source):
         entry = upstream = None
         try:
             upstream = self._upstream(route[1])
+            if upstream.spec.id not in self.namespace.plan.exact:  # a reload's new plan: its listing's names first
+                self.namespace.plan.learn(upstream.spec, [tool["name"] for tool in upstream.known_items("tools")],
+                                          self.separator)
             self.namespace.check_permitted(upstream.spec, name, original)
             if curated:  # checked against the schema the model saw, then sent as the server expects it
                 arguments = curated.arguments(arguments)
@@ -13804,16 +13844,27 @@ def served_tool_count(plan: UpstreamPlan, namespace, listings, separator, local=
     count = local + (len(MANAGER_TOOLS) if manager and plan.specs else 0)
     for spec in plan.specs:
         if not spec.disabled and not spec.error and (members is None or spec.id in members):
+            if spec.id not in plan.exact:  # the names its listing gives, unless known (Board.collisions keeps them)
+                plan.learn(spec, listings.get(spec.id, ()), separator)
             count += sum(plan.left_out(namespace, spec, name, separator) is None for name in listings.get(spec.id, ()))
     return count
 
 
+def renames_any(plan: UpstreamPlan, namespace):
+    """Whether an override of a server entry or of `namespace` renames a tool (else no rename collides)."""
+    overrides = [override for spec in plan.specs for _, override, _ in spec.overrides]
+    return any("name" in override for override in overrides + [
+        override for _, override, _ in (plan.namespaces.get(namespace) or {}).get("overrides") or ()])
+
+
 def rename_collisions(plan: UpstreamPlan, namespace, listings, separator, reserved=()):
     """{(server id, the tool's own name): why} of each rename serve's tools/list refuses in `namespace` since the
-    name it wants is another tool's (or in `reserved`: the manager tools'), against `listings` (id -> tools);
+    name it wants is another tool's (or in `reserved`: the manager and local tools'), against `listings` (id -> tools);
     what status, check and the TUI's details show (a tool its schema refuses claims no name, as in serve)."""
     members = plan.namespaces[namespace]["servers"] if namespace in plan.namespaces else None
     shown = []  # (server id, own name, public name, the key that renamed it or None)
+    for spec in plan.specs:
+        plan.learn(spec, [tool["name"] for tool in listings.get(spec.id, ())], separator)
     for spec in plan.specs:
         if spec.disabled or spec.error or (members is not None and spec.id not in members):
             continue
@@ -13834,9 +13885,15 @@ def rename_collisions(plan: UpstreamPlan, namespace, listings, separator, reserv
             for sid, own, name, renamed_by in shown if renamed_by and (claimed[name] > 1 or name in reserved)}
 
 
+def local_tool_names(sources):
+    """The names of the tools of a config's own sources known before serving (script folders are scanned when
+    served): listed before the servers', so no rename may take one (rename_collisions)."""
+    return [name for source in sources if isinstance(source, TemplateTools) for name in source.tools]
+
+
 def local_tool_count(sources):
-    """The tools of a config's own sources known before serving (script folders are scanned when served)."""
-    return sum(len(source.tools) for source in sources if isinstance(source, TemplateTools))
+    """How many tools of a config's own sources are known before serving (local_tool_names)."""
+    return len(local_tool_names(sources))
 
 
 # --------------------------------------------------------------------------
@@ -18382,6 +18439,7 @@ def review_overrides(plan: UpstreamPlan, namespace, listings, separator, log: Lo
         if spec.id not in listings:
             continue
         tools = listings[spec.id]
+        plan.learn(spec, [tool["name"] for tool in tools], separator)
         view.unmatched(spec.overrides, [tool["name"] for tool in tools], "server `%s`" % spec.id,
                        "against its cached listing; `status --check` lists it again")
         view.unmatched_rules(spec, tools, "against its cached listing; `status --check` lists it again")
@@ -18391,7 +18449,7 @@ def review_overrides(plan: UpstreamPlan, namespace, listings, separator, log: Lo
             served += {given, client_spelling(given)}  # a namespace's key may spell it as it is listed
             if plan.left_out(namespace, spec, tool["name"], separator) is not None:
                 continue
-            before = spec.public_name(tool["name"], separator)
+            before = client_spelling(spec.public_name(tool["name"], separator))
             try:
                 curated, public, _ = view.curate(spec, tool)
             except ConfigError as exc:
@@ -18399,6 +18457,7 @@ def review_overrides(plan: UpstreamPlan, namespace, listings, separator, log: Lo
                 refused += 1
                 continue
             if (spec.id, tool["name"]) in taken:  # as list_tools refuses it: under the name it had
+                before = client_spelling(given) if given != public else before  # the server entry's, unless refused
                 lines.append("  %s: refused: %s" % (before, taken[spec.id, tool["name"]]))
                 refused += 1
             elif curated:
@@ -18411,10 +18470,11 @@ def review_overrides(plan: UpstreamPlan, namespace, listings, separator, log: Lo
 
 
 def print_status(path, plan: UpstreamPlan, requested, checks=None, log=None, search=(None, TOOL_SEARCH_THRESHOLD),
-                 local=0, separator="__", forced=None, manager=True, sign_in=None, tally=None):
+                 local=0, separator="__", forced=None, manager=True, sign_in=None, tally=None, local_names=()):
     """The table of `status`: servers, cached tool counts (or --check results), sign-in, namespaces and who may
     use each, what a client's tools/list holds (`local`: the config's own tools; `forced`: --tool-search), the
-    curated tools, and the counters of each running `serve` of the config. Returns status's exit code; `tally`
+    curated tools (`local_names`: the config's own tools' names, which no rename may take), and the counters of
+    each running `serve` of the config. Returns status's exit code; `tally`
     (a Counter), when given, gets "refused": the overrides it refused (check counts them among its problems)."""
     namespace, how, error = select_namespace(plan.namespaces, requested, plan.default, plan.default_key)
     print("config: %s" % path)
@@ -18509,7 +18569,8 @@ def print_status(path, plan: UpstreamPlan, requested, checks=None, log=None, sea
                                                 "every signed-in person")))
     else:
         print("\ntools: %s" % summary(None, None))
-    reserved = {MANAGER_PREFIX + separator + tool[0] for tool in MANAGER_TOOLS} if manager and plan.specs else ()
+    reserved = set(local_names) | ({MANAGER_PREFIX + separator + tool[0] for tool in MANAGER_TOOLS}
+                                   if manager and plan.specs else set())
     curated, refused = review_overrides(plan, namespace, listings, separator, log, reserved) if not error else ([], 0)
     if curated:
         print("\ncurated tools (overrides, as cached listings show them):")
@@ -18590,7 +18651,7 @@ def check_config(path, log: Log, options):
         tally = collections.Counter()  # the overrides the table refuses, against the cached listings
         print_status(hub.config_path, hub.namespace.plan, options["namespace"], log=log, search=hub.tool_search,
                      local=local_tool_count(hub.local), separator=hub.separator, forced=options["tool_search"],
-                     manager=hub.manager_tools, tally=tally)
+                     manager=hub.manager_tools, tally=tally, local_names=local_tool_names(hub.local))
         plan = hub.namespace.plan
         refused += sum(1 for spec in plan.specs if spec.error and not spec.disabled) + bool(hub.namespace.refusal)
         refused += tally["refused"]
@@ -18653,7 +18714,8 @@ def status_command(path, log: Log, options):
         checks = asyncio.run(check())
     return print_status(path, plan, options["namespace"], checks, log=log, search=info["tool_search"],
                         local=local_tool_count(local), separator=info["separator"], forced=options["tool_search"],
-                        manager=not options["no_manager_tools"], sign_in=info["sign_in"])
+                        manager=not options["no_manager_tools"], sign_in=info["sign_in"],
+                        local_names=local_tool_names(local))
 
 
 # --------------------------------------------------------------------------
@@ -18724,6 +18786,8 @@ class Board:
         self.log = _TuiLog()
         self.runner = ProcessRunner(self.log)
         self.results = {}  # (server id, tool) -> the last call's text, or None while it runs
+        self.caches = {}  # a listing cache's path -> ((mtime, size), what it held): read again when it changes
+        self.taken = ((), {})  # (what it depends on, rename_collisions of the shown namespace): see collisions()
         self.loop = asyncio.new_event_loop()
         threading.Thread(target=self._run_loop, name="mcpstudio-tui", daemon=True).start()
         self.hub = self.run(self._open())
@@ -18749,6 +18813,7 @@ class Board:
         """The config again: the whole plan for the screen, and every server (no namespace) for the hub."""
         _, local, info, self.plan = _config_plan(self.path, self.log, self.runner)
         self.local, self.search = local_tool_count(local), info["tool_search"]  # for count()
+        self.local_names = local_tool_names(local)  # no rename may take one (collisions)
         if self.shown not in self.plan.namespaces:
             self.shown = select_namespace(self.plan.namespaces, None, self.plan.default, self.plan.default_key)[0]
         return [], self.plan.every_server(), None
@@ -18774,12 +18839,40 @@ class Board:
     # -- what the screen shows ---------------------------------------------------------------
 
     def listing(self, upstream):
-        """The server's tools: live, else from the listing cache (whatever client it was listed for)."""
-        return upstream and (upstream.listing or upstream.cache.read()) or None
+        """The server's tools: live, else from the listing cache (whatever client it was listed for), read again
+        only when the file changed (the screen asks every TUI_TICK_MS)."""
+        if not upstream or upstream.listing:
+            return upstream and upstream.listing or None
+        try:
+            info = os.stat(upstream.cache.path)
+            stamp = (info.st_mtime_ns, info.st_size)
+        except OSError:
+            stamp = None
+        seen = self.caches.get(upstream.cache.path)
+        if seen is None or seen[0] != stamp:
+            seen = self.caches[upstream.cache.path] = (stamp, upstream.cache.read())
+        return seen[1] or None
+
+    def collisions(self):
+        """rename_collisions of the shown namespace (its manager and local tools reserved), computed again only
+        when the plan, the namespace or a server's listing changed ({} when no override renames a tool); the plan
+        learns the listings' exact names then too (UpstreamPlan.learn)."""
+        listings = tuple(_object(self.listing(self.hub.upstreams.get(spec.id))).get("tools", ())
+                         for spec in self.plan.specs)
+        key = (self.plan, self.shown) + listings
+        if len(key) != len(self.taken[0]) or any(a is not b for a, b in zip(key, self.taken[0])):
+            for spec, tools in zip(self.plan.specs, listings):
+                self.plan.learn(spec, [tool["name"] for tool in tools], self.hub.separator)
+            reserved = set(self.local_names) | {MANAGER_PREFIX + self.hub.separator + tool[0] for tool in MANAGER_TOOLS}
+            self.taken = (key, rename_collisions(self.plan, self.shown, {
+                spec.id: tools for spec, tools in zip(self.plan.specs, listings)}, self.hub.separator, reserved)
+                if renames_any(self.plan, self.shown) else {})
+        return self.taken[1]
 
     def count(self):
         """What a client's tools/list holds in the shown namespace, counted as serve and status count (of
         servers whose tools are known), and the clients whose caps a longer list passes."""
+        self.collisions()  # the plan knows the listings' exact names (learned again only when one changed)
         listings = {spec.id: [tool.get("name") for tool in _object(self.listing(self.hub.upstreams.get(spec.id))).get(
             "tools", ())] for spec in self.plan.specs}
         count = served_tool_count(self.plan, self.shown, listings, self.hub.separator, self.local)
@@ -18811,9 +18904,7 @@ class Board:
         spec = self._spec(server_id)
         listing = self.listing(self.hub.upstreams.get(server_id)) or {}
         tools, running = [], list(RunningStats.running(self.path))
-        taken = rename_collisions(self.plan, self.shown, {other.id: _object(self.listing(self.hub.upstreams.get(
-            other.id))).get("tools", ()) for other in self.plan.specs}, self.hub.separator, {
-            MANAGER_PREFIX + self.hub.separator + tool[0] for tool in MANAGER_TOOLS})
+        taken = self.collisions()
         for tool in listing.get("tools", ()):
             shown, public, renamed = tool, spec.public_name(tool["name"], self.hub.separator), False
             try:  # as the shown namespace's tools/list gives it (overrides): its name, description and schema

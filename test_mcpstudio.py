@@ -14712,11 +14712,13 @@ class CurationTests(AggregatorCase):
                     "`gh__`)", '%s: mcpServers.gh.deniedTools[1]: server `gh` lists no tool "ech"' % path]
         with self.serve(data) as server:
             server.initialize()
-            names = [tool["name"] for tool in server.request("tools/list")["result"]["tools"]]
+            for _ in range(3):  # checked once per listing, said once
+                names = [tool["name"] for tool in server.request("tools/list")["result"]["tools"]]
             self.assertIn("gh__file_bug", names)  # the rule did nothing, as the warning says
             self.assertNotIn("gh__crash", names)
             stderr = server.stderr_when(lambda text: all(warning in text for warning in warnings))
         self.assertNotIn('no tool "crash"', stderr)
+        self.assertEqual(stderr.count(warnings[0]), 1, stderr)
         for command in ("status", "check"):
             out = subprocess.run(SERVER + [command, "--config", path], capture_output=True, text=True, timeout=WAIT,
                                  env=self.env)  # against the listing serve cached
@@ -14728,6 +14730,121 @@ class CurationTests(AggregatorCase):
         out = subprocess.run(SERVER + ["check", "--config", self.write(data)], capture_output=True, text=True,
                              timeout=WAIT, env=self.env)
         self.assertNotIn("lists no tool", out.stderr)
+
+    # Review22 #3: the rules a listing is checked against (UpstreamPlan.rules): none for a server without
+    # deniedTools or toolPermissions, so a listing of it costs no curation pass; a namespace's permissions only there.
+    def test_which_rules_a_listing_is_checked_against(self):
+        import mcpstudio
+        data = {"mcpServers": {"a": dict(self.upstream("a"), deniedTools=["x", "y"]), "b": self.upstream("b"),
+                               "c": self.upstream("c")},
+                "namespaces": {"work": {"servers": ["a", "b", "c"]}, "home": {"servers": ["b"]}},
+                "toolPermissions": [{"namespace": "work", "server": "b", "toolName": "echo", "enabled": False}]}
+        path = self.write(data)
+        loader = mcpstudio.ConfigLoader(path, environ=self.env)
+        plan = mcpstudio.read_upstreams(loader, loader.read(), None)
+        specs = {spec.id: spec for spec in plan.specs}
+        for namespace, server, names in (("work", "a", ["x", "y"]), (None, "a", ["x", "y"]), ("work", "b", ["echo"]),
+                                         ("home", "b", []), (None, "b", []), ("work", "c", [])):
+            with self.subTest(namespace=namespace, server=server):
+                self.assertEqual([name for _, name in plan.rules(namespace, specs[server])], names)
+                self.assertEqual(plan.unmatched_rules(namespace, specs[server], [{"name": "echo"}], "__"),
+                                 [(place, name, []) for place, name in plan.rules(namespace, specs[server])
+                                  if name != "echo"])
+
+    # Review22 #2: a namespace rename to the name of the config file's own tool is refused by serve, and status,
+    # check and the TUI's details say so (they showed it as curated: only the manager tools were reserved).
+    def test_a_rename_to_a_local_tool_name_is_refused_everywhere(self):
+        data = {"tools": [{"name": "uptime", "command": "echo up"}], "mcpServers": {"gh": self.upstream("gh")},
+                "namespaces": {"work": {"servers": ["gh"], "overrides": {"gh__echo": {"name": "uptime"}}}}}
+        path = self.write(data)
+        why = "%s: namespaces.work.overrides.gh__echo.name: `uptime` is also the name of another tool" % path
+        with self.serve(data) as server:
+            server.initialize()
+            names = [tool["name"] for tool in server.request("tools/list")["result"]["tools"]]
+            self.assertEqual((names.count("uptime"), "gh__echo" in names), (1, False))
+            server.stderr_when(lambda text: why in text)
+        for command in ("status", "check"):
+            out = subprocess.run(SERVER + [command, "--config", path], capture_output=True, text=True, timeout=WAIT,
+                                 env=self.env)  # from the listing serve cached
+            self.assertEqual(out.returncode, 1, out.stdout + out.stderr)
+            self.assertIn("  gh__echo: refused: %s" % why, out.stdout)
+            self.assertNotRegex(out.stdout, r"\n  uptime +echo of server gh")
+        from unittest import mock
+        with mock.patch.dict(os.environ, XDG_CACHE_HOME=self.env["XDG_CACHE_HOME"]):
+            board = mcpstudio.Board(path, "work")
+            self.addCleanup(lambda: board.loop.close() if wait_until(lambda: not board.loop.is_running()) else None)
+            self.addCleanup(board.close)
+            echo = {tool["name"]: tool for tool in board.details("gh")["tools"]}["echo"]
+        self.assertEqual((echo["public"], echo["description"]), ("echo", "refused: %s; choose another" % why))
+
+    # Review22 #5/#6: a refused rename is said, told to a call and shown by status under the name clients knew:
+    # the client's spelling of a name they reject (not `gh__dotted.name/x`), and the name the server entry gave
+    # (`gh__file_bug`, the namespace override's own key; not the upstream `gh__create_issue`).
+    def test_a_refused_rename_is_told_by_the_name_clients_knew(self):
+        gh = dict(self.upstream("gh", "--issue-tool"), overrides={"create_issue": {"name": "file_bug"}})
+        data = {"mcpServers": {"gh": gh}, "namespaces": {"work": {"servers": ["gh"], "overrides": {
+            "gh__dotted_name_x": {"name": "gh__echo"}, "gh__file_bug": {"name": "gh__echo"}}}}}
+        path = self.write(data)
+        keys = {"gh__dotted_name_x": "namespaces.work.overrides.gh__dotted_name_x.name",
+                "gh__file_bug": "namespaces.work.overrides.gh__file_bug.name"}
+        with self.serve(data) as server:
+            server.initialize()
+            names = [tool["name"] for tool in server.request("tools/list")["result"]["tools"]]
+            self.assertIn("gh__echo", names)
+            for known, key in keys.items():
+                self.assertNotIn(known, names)
+                reply = server.request("tools/call", {"name": known, "arguments": {}})
+                self.assertEqual(reply["error"]["code"], -32006, reply)
+                self.assertIn("%s: %s: `gh__echo` is also the name of another tool" % (path, key), reply["error"]["message"])
+            stderr = server.stderr_when(lambda text: text.count("is also the name of another tool") >= 2)
+        for known, key in keys.items():
+            self.assertIn("tool %s is not listed: %s: %s" % (known, path, key), stderr)
+        self.assertNotIn("gh__dotted.name/x is not listed", stderr)
+        self.assertNotIn("gh__create_issue is not listed", stderr)
+        out = subprocess.run(SERVER + ["status", "--config", path], capture_output=True, text=True, timeout=WAIT,
+                             env=self.env)
+        for known, key in keys.items():
+            self.assertIn("  %s: refused: %s: %s: `gh__echo`" % (known, path, key), out.stdout)
+
+    # Review22 #4: the TUI's details (drawn every TUI_TICK_MS) read a stopped server's cache and check the renames
+    # again only when something they depend on changed; with no override that renames, there is nothing to check.
+    def test_the_boards_rename_check_is_computed_once_per_change(self):
+        data = {"mcpServers": {"gh": self.upstream("gh")},
+                "namespaces": {"work": {"servers": ["gh"], "overrides": {"gh__echo": {"name": "gh__env"}}}}}
+        path = self.write(data)
+        with self.serve(data) as server:  # caches its listing
+            server.initialize()
+            server.request("tools/list")
+        from unittest import mock
+        with mock.patch.dict(os.environ, XDG_CACHE_HOME=self.env["XDG_CACHE_HOME"]):
+            board = mcpstudio.Board(path, "work")
+            self.addCleanup(lambda: board.loop.close() if wait_until(lambda: not board.loop.is_running()) else None)
+            self.addCleanup(board.close)
+            upstream = board.hub.upstreams["gh"]
+            first = board.details("gh")["tools"]
+            taken, listing = board.collisions(), board.listing(upstream)
+            self.assertEqual(list(taken), [("gh", "echo")])
+            self.assertIsNotNone(listing)
+            self.assertEqual(board.details("gh")["tools"], first)
+            self.assertIs(board.collisions(), taken)  # not computed again
+            self.assertIs(board.listing(upstream), listing)  # not read again
+            with open(upstream.cache.path, encoding="utf-8") as f:
+                entry = json.load(f)
+            entry["tools"] = [tool for tool in entry["tools"] if tool["name"] != "env"]
+            with open(upstream.cache.path, "w", encoding="utf-8") as f:
+                json.dump(entry, f)
+            self.assertIsNot(board.listing(upstream), listing)  # the file changed: read again
+            self.assertEqual(board.collisions(), {})  # `gh__env` is free now
+        for overrides, renames in (({}, False), ({"gh__echo": {"description": "d"}}, False),
+                                   ({"gh__echo": {"name": "say"}}, True)):
+            with self.subTest(overrides=overrides):
+                data["namespaces"]["work"]["overrides"] = overrides
+                loader = mcpstudio.ConfigLoader(self.write(data), environ=self.env)
+                plan = mcpstudio.read_upstreams(loader, loader.read(), None)
+                self.assertEqual((mcpstudio.renames_any(plan, "work"), mcpstudio.renames_any(plan, None)), (renames, False))
+        data["mcpServers"]["gh"]["overrides"] = {"echo": {"name": "say"}}
+        loader = mcpstudio.ConfigLoader(self.write(data), environ=self.env)
+        self.assertTrue(mcpstudio.renames_any(mcpstudio.read_upstreams(loader, loader.read(), None), None))
 
     # A tool whose upstream name has characters clients reject (`dotted.name/x`) is listed as `gh__dotted_name_x`:
     # a namespace's override and its `tools` filter written for that name, the one the client sees, apply to it
@@ -14754,6 +14871,39 @@ class CurationTests(AggregatorCase):
         self.assertRegex(out.stdout, r"\n  gh__dotted_name_x +dotted\.name/x of server gh\n")
         for text in (stderr, out.stderr):
             self.assertNotIn("lists no tool", text)
+
+    # Review22 #1: a server listing both `dotted.name/x` and `dotted_name_x` (both spelled `gh__dotted_name_x` to a
+    # client): a namespace's allow, deny or override of `gh__dotted_name_x` names the tool of that exact name only
+    # (the client spelling matched both: an allow-list let `dotted.name/x` in, under the allowed name), and the
+    # listed `gh__dotted_name_x` is the tool really called that.
+    def test_an_exact_name_wins_over_a_client_spelling(self):
+        gh = self.upstream("gh", "--more-tools", "dotted_name_x")
+        data = {"mcpServers": {"gh": gh}, "namespaces": {
+            "a": {"servers": ["gh"], "tools": {"allow": ["gh__dotted_name_x"]}},
+            "d": {"servers": ["gh"], "tools": {"deny": ["gh__dotted_name_x"]},
+                  "overrides": {"gh__dotted_name_x": {"description": "Only the exact one."}}}}}
+        with self.serve(data, "--namespace", "a") as server:
+            server.initialize()
+            names = [tool["name"] for tool in server.request("tools/list")["result"]["tools"]]
+            self.assertEqual([name for name in names if name.startswith("gh__")], ["gh__dotted_name_x"])
+            self.assertEqual(text_of(server.call("gh__dotted_name_x", {})), "dotted_name_x called")
+        data["namespaces"]["d"]["tools"] = {}
+        with self.serve(data, "--namespace", "d") as server:
+            server.initialize()
+            tools = {tool["name"]: tool for tool in server.request("tools/list")["result"]["tools"]}
+            self.assertEqual(tools["gh__dotted_name_x"]["description"], "[gh] Only the exact one.")
+            self.assertEqual(text_of(server.call("gh__dotted_name_x", {})), "dotted_name_x called")
+            other = [name for name in tools if name.startswith("gh__dotted_name_x_")]
+            self.assertEqual(len(other), 1, sorted(tools))
+            self.assertNotEqual(tools[other[0]]["description"], "[gh] Only the exact one.")
+            self.assertEqual(text_of(server.call(other[0], {})), "dotted.name/x called")
+        data["namespaces"]["d"]["tools"] = {"deny": ["gh__dotted_name_x"]}
+        with self.serve(data, "--namespace", "d") as server:
+            server.initialize()
+            names = [tool["name"] for tool in server.request("tools/list")["result"]["tools"]]
+            self.assertIn("gh__echo", names)
+            self.assertEqual([name for name in names if name.startswith("gh__dotted")], ["gh__dotted_name_x"])
+            self.assertEqual(text_of(server.call("gh__dotted_name_x", {})), "dotted.name/x called")
 
     # A server entry's rename written with the prefix (as a namespace's takes it) is served as written, the prefix
     # twice, and serve and check say so, with the key and the name to write.
