@@ -17755,6 +17755,9 @@ def _same_server(entry, other):
     return isinstance(entry, dict) and all(entry.get(key) == other.get(key) for key in ("command", "args", "url"))
 
 
+_FILLED_IN = ("PATH", "PYTHONPYCACHEPREFIX", "PYTHONPATH")  # the variables client_entry writes from where it runs
+
+
 def _as_written(entry, written):
     """Whether a client's `entry` is `written` (what install writes now) as an earlier install wrote it: the same,
     but for the values of the variables install fills in itself (the shell's PATH, the bytecode folder), which
@@ -17765,9 +17768,6 @@ def _as_written(entry, written):
             return value
         return dict(value, env={k: (None if k in _FILLED_IN else v) for k, v in env.items()})
     return plain(entry) == plain(written)
-
-
-_FILLED_IN = ("PATH", "PYTHONPYCACHEPREFIX", "PYTHONPATH")  # the variables client_entry writes from where it runs
 
 
 def install_command(words):
