@@ -17766,7 +17766,8 @@ def _as_written(entry, written):
         env = value.get("env") if isinstance(value, dict) else None
         if not isinstance(env, dict):
             return value
-        return dict(value, env={k: (None if k in _FILLED_IN else v) for k, v in env.items()})
+        own = {k: v for k, v in env.items() if k not in _FILLED_IN}
+        return dict({k: v for k, v in value.items() if k != "env"}, **({"env": own} if own else {}))
     return plain(entry) == plain(written)
 
 
