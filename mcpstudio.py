@@ -7947,11 +7947,12 @@ _PATH_VALUE_KEYS = frozenset(("command command_template working_directory cwd ar
                               "skills within file output_folder").split())
 _SPLIT_VALUE_KEYS = ("command", "command_template")
 _WORDS_VALUE_KEYS = _SPLIT_VALUE_KEYS + ("args", "env", "environment")  # no folder: `\033[`, LaTeX's `\section`
-# Where a Windows path's word starts: a drive (`C:`, a capital: `as f:` then a tab is Python's, then a backslash, a slash or the control character JSON made
-# of one) or a UNC `\\server`, at the string's start or after a blank, a quote, an option's `=`, a list's `;` or
-# `,` (`${PATH};C:\tools`) or a `/X:` option (`robocopy /LOG:C:\temp`); group 1 is the word's start. In a path
-# value, also a string that starts with one backslash and a name: a UNC `\\nas\tools` of which JSON read `\\` as one.
-_PATH_WORD_START = re.compile(r"(?:^|[ \"'=;,]|/[A-Za-z]+:)([A-Z]:(?=[\\/\b\f\n\r\t])|\\\\(?=\w))")
+# Where a Windows path's word starts: a drive (`C:` then a backslash, a slash or the control character JSON made of
+# one) or a UNC `\\server`, at the string's start or after a quote, an option's `=`, a list's `;` or `,`
+# (`${PATH};C:\tools`) or a `/X:` option (`robocopy /LOG:C:\temp`), or after a blank with a capital drive (`as f:`
+# then a tab is Python's); group 1 is the word's start. In a folder's value, also a string that starts with one
+# backslash and a name: a UNC `\\nas\tools` of which JSON read `\\` as one.
+_PATH_WORD_START = re.compile(r"(?:^|[\"'=;,]|/[A-Za-z]+:|(?<= )(?=[A-Z]:|\\\\))([A-Za-z]:(?=[\\/\b\f\n\r\t])|\\\\(?=\w))")
 _EATEN_UNC_START = re.compile(r"\\(?=\w)")
 _EATEN_BACKSLASH = re.compile(r"[\b\f\n\r\t](?=[A-Za-z0-9])")  # a path's next folder's first letter follows
 # A word ends at a blank (in a command) or a quote, or at a line break that a blank, a tab or a `name:` follows
@@ -8798,9 +8799,11 @@ def override_layers(overrides, name, *also):
     return found + [(override, place, True) for pattern, override, place in overrides if pattern in names]
 
 
-def _passes_any(names, allow, deny):
-    """A tool known by several `names` passes when one of them is allowed and none is denied."""
-    return (not allow or any(_match(name, allow) for name in names)) and not any(_match(name, deny) for name in names)
+def _passes_any(names, allow, deny, denied_by=()):
+    """A tool known by several `names` passes when one of them is allowed and none is denied (nor one of
+    `denied_by`: the spellings a deny also catches)."""
+    return (not allow or any(_match(name, allow) for name in names)) and not any(
+        _match(name, deny) for name in tuple(names) + tuple(denied_by))
 
 
 class UpstreamPlan:
@@ -8891,7 +8894,8 @@ class UpstreamPlan:
         own = curated[len(spec.prefix + separator):] if spec.prefix and curated.startswith(spec.prefix + separator) \
             else curated  # the curated name as a server's rules name its tools: without its prefix
         if not _passes_any({original, own}, spec.allow, spec.deny) or (entry and not _passes_any(
-                self._spellings(spec, public, curated), entry["allow"], entry["deny"])):
+                self._spellings(spec, public, curated), entry["allow"], entry["deny"],
+                (client_spelling(public), client_spelling(curated)))):  # a deny fails closed: every spelling
             return ""
         return self.denial(namespace, spec, original, (own,))
 

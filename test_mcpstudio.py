@@ -2088,7 +2088,7 @@ class WindowsTests(ScratchDir):
                 # review24: a one-letter name before `:` in code is no drive; a tab-indented next line ends a word; a
                 # quoted command word ends at a shell operator
                 ("with open(p) as f:\n\tprint(f.read())", True, []), ("for k in d:\n\tx", False, []),
-                ("C:\\x\n\tprint(1)", True, []),
+                ("C:\\x\n\tprint(1)", True, []), ("c:\temp\new", True, ["c:\temp\new"]),  # (review25: VS Code's c:)
                 ("cmd /c \"C:\\tools\\run.bat && echo done\tok\"", False, [])]
         for value, whole, words in rows:
             with self.subTest(value=value, whole=whole):
@@ -14897,13 +14897,13 @@ class CurationTests(AggregatorCase):
             self.assertEqual(len(other), 1, sorted(tools))
             self.assertNotEqual(tools[other[0]]["description"], "[gh] Only the exact one.")
             self.assertEqual(text_of(server.call(other[0], {})), "dotted.name/x called")
-        data["namespaces"]["d"]["tools"] = {"deny": ["gh__dotted_name_x"]}
-        with self.serve(data, "--namespace", "d") as server:
+        data["namespaces"]["d"]["tools"] = {"deny": ["gh__dotted_name_x"]}  # review25: a deny fails closed, so a
+        with self.serve(data, "--namespace", "d") as server:  # server adding `dotted_name_x` lifts no deny
             server.initialize()
             names = [tool["name"] for tool in server.request("tools/list")["result"]["tools"]]
             self.assertIn("gh__echo", names)
-            self.assertEqual([name for name in names if name.startswith("gh__dotted")], ["gh__dotted_name_x"])
-            self.assertEqual(text_of(server.call("gh__dotted_name_x", {})), "dotted.name/x called")
+            self.assertEqual([name for name in names if name.startswith("gh__dotted")], [])
+            self.assertIn("error", server.request("tools/call", {"name": "gh__dotted_name_x", "arguments": {}}))
 
     # A server entry's rename written with the prefix (as a namespace's takes it) is served as written, the prefix
     # twice, and serve and check say so, with the key and the name to write.
