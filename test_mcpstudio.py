@@ -199,8 +199,15 @@ class McpProcess:
 
     def __init__(self, *args, cmd=None, env=None, cwd=None, stderr=subprocess.PIPE):
         self.argv = cmd or SERVER + list(args)
-        self.proc = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=stderr, env=env, cwd=cwd)
+        for attempt in range(3):  # Wine 8 under CPython 3.13 fails a CreateProcess now and then (WinError 1359,
+            try:                  # "Internal error": CI36, and once in a quick run); nothing started, so again
+                self.proc = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                             stderr=stderr, env=env, cwd=cwd)
+                break
+            except OSError as exc:
+                if getattr(exc, "winerror", None) != 1359 or not os.environ.get("MCPSTUDIO_WINE") or attempt == 2:
+                    raise
+                time.sleep(0.5)
         self.lock = threading.Condition()
         self.responses = {}
         self.notifications = []
